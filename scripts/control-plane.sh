@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# A local Kubernetes control plane (real kube-apiserver + etcd) on 127.0.0.1.
+#   scripts/control-plane.sh up     build if needed, start, wait for /readyz, print the kubeconfig path
+#   scripts/control-plane.sh env    print `export KUBECONFIG=…`
+#   scripts/control-plane.sh down   stop both and remove their state
+# Environment: CP_NAME (state folder name, default "default"), CP_APISERVER_PORT (default 16443),
+# CP_ETCD_PORT (default 12379; the peer port is the next one), SPEC_GUARD_CACHE (build cache).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${SPEC_GUARD_CACHE:-$root/.cache}"
+name="${CP_NAME:-default}"
+state="$cache/control-plane/$name"
+api_port="${CP_APISERVER_PORT:-16443}"
+etcd_port="${CP_ETCD_PORT:-12379}"
+kubeconfig="$state/admin.kubeconfig"
+
+log() { printf '[control-plane:%s] %s\n' "$name" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+running() { [[ -f "$state/$1.pid" ]] && kill -0 "$(cat "$state/$1.pid")" 2>/dev/null; }
+
+# issue_cert NAME SUBJECT [SAN]: a key and a certificate signed by the local CA.
+issue_cert() {
+  local cn="$1" subj="$2" san="${3:-}"
+  openssl req -new -newkey rsa:2048 -nodes -keyout "$state/pki/$cn.key" -subj "$subj" -out "$state/pki/$cn.csr" 2>/dev/null
+  local ext="$state/pki/$cn.ext"
+  { echo "basicConstraints=CA:FALSE"; echo "keyUsage=digitalSignature,keyEncipherment"
+    if [[ -n "$san" ]]; then echo "extendedKeyUsage=serverAuth,clientAuth"; echo "subjectAltName=$san"
+    else echo "extendedKeyUsage=clientAuth"; fi; } >"$ext"
+  openssl x509 -req -in "$state/pki/$cn.csr" -CA "$state/pki/ca.crt" -CAkey "$state/pki/ca.key" \
+    -CAcreateserial -days 30 -sha256 -extfile "$ext" -out "$state/pki/$cn.crt" 2>/dev/null
+}
+
+write_kubeconfig() {
+  local user="$1" out="$2"
+  cat >"$out" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:$api_port
+    certificate-authority: $state/pki/ca.crt
+users:
+- name: $user
+  user:
+    client-certificate: $state/pki/$user.crt
+    client-key: $state/pki/$user.key
+contexts:
+- name: local
+  context: {cluster: local, user: $user}
+current-context: local
+KC
+}
+
+make_pki() {
+  mkdir -p "$state/pki"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -keyout "$state/pki/ca.key" -out "$state/pki/ca.crt" \
+    -subj "/CN=spec-guard-local-ca" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+  issue_cert apiserver "/CN=kube-apiserver" "IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
+  issue_cert admin "/O=system:masters/CN=admin"
+  # spec-guard's own identity: the username of its service account, so RBAC and trust
+  # see exactly what they would see in a cluster.
+  issue_cert spec-guard "/O=system:serviceaccounts/O=system:serviceaccounts:spec-guard/CN=system:serviceaccount:spec-guard:spec-guard"
+  openssl genrsa -out "$state/pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$state/pki/sa.key" -pubout -out "$state/pki/sa.pub" 2>/dev/null
+  write_kubeconfig admin "$kubeconfig"
+  write_kubeconfig spec-guard "$state/spec-guard.kubeconfig"
+}
+
+wait_ready() {
+  local deadline=$((SECONDS + 90))
+  until curl -fsS --cacert "$state/pki/ca.crt" --cert "$state/pki/admin.crt" --key "$state/pki/admin.key" \
+      "https://127.0.0.1:$api_port/readyz" >/dev/null 2>&1; do
+    running apiserver || die "kube-apiserver exited; see $state/apiserver.log: $(tail -n 3 "$state/apiserver.log")"
+    (( SECONDS < deadline )) || die "kube-apiserver not ready after 90 s; see $state/apiserver.log"
+    sleep 0.5
+  done
+}
+
+up() {
+  if running apiserver && running etcd; then
+    log "already running on 127.0.0.1:$api_port; reusing it"
+    echo "$kubeconfig"; return 0
+  fi
+  [[ -d "$state" ]] && down_quiet
+  local bin; bin="$("$root/scripts/build-control-plane.sh")"
+  mkdir -p "$state/etcd"
+  make_pki
+  log "starting etcd on 127.0.0.1:$etcd_port"
+  setsid "$bin/etcd" --name "$name" --data-dir "$state/etcd" --unsafe-no-fsync \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$((etcd_port + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((etcd_port + 1))" \
+    --initial-cluster "$name=http://127.0.0.1:$((etcd_port + 1))" --listen-metrics-urls "" \
+    >"$state/etcd.log" 2>&1 < /dev/null &
+  echo $! >"$state/etcd.pid"
+  log "starting kube-apiserver on 127.0.0.1:$api_port"
+  setsid "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --tls-cert-file "$state/pki/apiserver.crt" --tls-private-key-file "$state/pki/apiserver.key" \
+    --client-ca-file "$state/pki/ca.crt" --cert-dir "$state/pki" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$state/pki/sa.pub" --service-account-signing-key-file "$state/pki/sa.key" \
+    --service-cluster-ip-range 10.0.0.0/24 --authorization-mode RBAC --allow-privileged=true \
+    --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
+    --disable-admission-plugins ServiceAccount \
+    >"$state/apiserver.log" 2>&1 < /dev/null &
+  echo $! >"$state/apiserver.pid"
+  wait_ready
+  KUBECONFIG="$kubeconfig" kubectl apply --server-side -f "$root/test/e2e/crds/" -f "$root/test/e2e/fixtures/identities.yaml" >&2
+  KUBECONFIG="$kubeconfig" kubectl wait --for condition=Established crd --all --timeout 60s >&2
+  log "ready: export KUBECONFIG=$kubeconfig"
+  echo "$kubeconfig"
+}
+
+stop() {
+  local pidfile="$state/$1.pid"
+  [[ -f "$pidfile" ]] || return 0
+  local pid; pid="$(cat "$pidfile")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+}
+
+down_quiet() { stop apiserver; stop etcd; rm -rf "$state"; }
+
+case "${1:-}" in
+  up) up ;;
+  env) [[ -f "$kubeconfig" ]] || die "not running; run: $0 up"; echo "export KUBECONFIG=$kubeconfig" ;;
+  down) down_quiet; log "stopped and removed" ;;
+  *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
+esac

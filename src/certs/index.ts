@@ -1,0 +1,1 @@
+export { createCA, createServingCert, type KeyPair } from './generate.js';

@@ -1,0 +1,2 @@
+export { loadConfig, parseConfig, ConfigError } from './load.js';
+export type { Config, ResourceRuleConfig, LabelSelector, Mode, NormalizerName } from './schema.js';

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+/** RFC 6901: "" or a sequence of "/token" with "~" escaped as "~0" or "~1". */
+const jsonPointer = z
+  .string()
+  .regex(/^(\/([^~]|~[01])*)+$/, { message: 'must be an RFC 6901 JSON pointer starting with "/" (e.g. /spec)' });
+
+const labelSelectorRequirement = z.strictObject({
+  key: z.string().min(1),
+  operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+  values: z.array(z.string()).optional(),
+});
+
+const labelSelector = z.strictObject({
+  matchLabels: z.record(z.string(), z.string()).optional(),
+  matchExpressions: z.array(labelSelectorRequirement).optional(),
+});
+
+export const modes = ['enforce', 'rewrite', 'warn', 'off'] as const;
+export const normalizerNames = ['argocd-application'] as const;
+
+const resourceRule = z.strictObject({
+  group: z.string(),
+  resource: z.string().min(1),
+  /** Served version the watcher lists; admission matches any version. */
+  version: z.string().min(1).default('v1alpha1'),
+  namespaces: z.array(z.string().min(1)).min(1).optional(),
+  labelSelector: labelSelector.optional(),
+  mode: z.enum(modes).default('enforce'),
+  guardedPaths: z.array(jsonPointer).min(1).default(['/spec']),
+  ignore: z.array(jsonPointer).default([]),
+  normalizer: z.enum(normalizerNames).optional(),
+  creates: z.enum(['deny', 'allow']).default('deny'),
+  deletes: z.enum(['deny', 'allow']).default('deny'),
+});
+
+const trust = z.strictObject({
+  users: z.array(z.string().min(1)).default(['system:serviceaccount:argocd:argocd-agent-agent']),
+  groups: z.array(z.string().min(1)).default([]),
+  fieldManagers: z.array(z.string().min(1)).default(['argocd-agent']),
+});
+
+const store = z.strictObject({
+  type: z.enum(['memory', 'file', 'secret']).default('file'),
+  path: z.string().min(1).default('spec-guard-state.json'),
+  secretName: z.string().min(1).default('spec-guard-state'),
+});
+
+export const configSchema = z.strictObject({
+  trust: trust.default(trust.parse({})),
+  resources: z.array(resourceRule).min(1, { message: 'must list at least one resource rule' }),
+  store: store.default(store.parse({})),
+  logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type ResourceRuleConfig = z.infer<typeof resourceRule>;
+export type LabelSelector = z.infer<typeof labelSelector>;
+export type Mode = (typeof modes)[number];
+export type NormalizerName = (typeof normalizerNames)[number];

@@ -1,0 +1,1 @@
+export { KubeClient, KubeError, isNotFound, isConflict, type RequestOptions } from './client.js';

@@ -1,0 +1,101 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Every spec-guard metric, on one registry. Labels take bounded values only. */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly admissionRequests = new Counter({
+    name: 'spec_guard_admission_requests_total',
+    help: 'Admission requests answered, by webhook, operation, resource and decision.',
+    labelNames: ['webhook', 'operation', 'resource', 'decision'] as const,
+    registers: [this.registry],
+  });
+
+  readonly admissionErrors = new Counter({
+    name: 'spec_guard_admission_errors_total',
+    help: 'Admission requests refused as malformed (HTTP 4xx) or failed (HTTP 5xx), by code.',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly admissionLatency = new Histogram({
+    name: 'spec_guard_admission_duration_seconds',
+    help: 'Time to decide one admission request.',
+    labelNames: ['webhook'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly driftDetected = new Counter({
+    name: 'spec_guard_drift_detected_total',
+    help: 'Untrusted changes of guarded paths seen, by source (admission or watch) and resource.',
+    labelNames: ['source', 'resource'] as const,
+    registers: [this.registry],
+  });
+
+  readonly reverts = new Counter({
+    name: 'spec_guard_reverts_total',
+    help: 'Reverts of drifted objects by the watcher, by resource and result.',
+    labelNames: ['resource', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly recreates = new Counter({
+    name: 'spec_guard_recreates_total',
+    help: 'Guarded objects recreated after a delete that bypassed admission, by resource and result.',
+    labelNames: ['resource', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly revertLatency = new Histogram({
+    name: 'spec_guard_revert_duration_seconds',
+    help: 'Time from seeing drift to the revert being stored.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly canonicalObjects = new Gauge({
+    name: 'spec_guard_canonical_objects',
+    help: 'Objects with a known canonical value, by resource.',
+    labelNames: ['resource'] as const,
+    registers: [this.registry],
+  });
+
+  readonly storeErrors = new Counter({
+    name: 'spec_guard_store_errors_total',
+    help: 'Failed reads or writes of the canonical store, by operation.',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+
+  readonly watchRestarts = new Counter({
+    name: 'spec_guard_watch_restarts_total',
+    help: 'Watches restarted after an error, a 410 Gone or silence, by resource.',
+    labelNames: ['resource'] as const,
+    registers: [this.registry],
+  });
+
+  readonly leader = new Gauge({
+    name: 'spec_guard_leader',
+    help: '1 while this replica holds the leader lease.',
+    registers: [this.registry],
+  });
+
+  readonly certificateExpiry = new Gauge({
+    name: 'spec_guard_certificate_expiry_timestamp_seconds',
+    help: 'When the certificate in use expires, by kind (serving or ca).',
+    labelNames: ['certificate'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookRepairs = new Counter({
+    name: 'spec_guard_webhook_configuration_repairs_total',
+    help: 'Webhook configurations created or restored by spec-guard, by kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(withProcessMetrics = true) {
+    if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,72 @@
+import type { GuardedValues } from './guarded-view.js';
+
+/** The canonical (source-of-truth) state of one guarded object. */
+export interface CanonicalEntry {
+  viewHash: string;
+  values: GuardedValues;
+  /** Stamp annotation that vouches for `values`. */
+  stamp: string;
+  resourceVersion: string;
+  uid: string;
+  apiVersion: string;
+  kind: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+/** What admission needs of the cache: read only. */
+export interface CanonicalLookup {
+  get(key: string): CanonicalEntry | undefined;
+}
+
+/** A trusted delete, recorded before the apiserver carries it out. */
+export interface Tombstone {
+  uid?: string;
+  at: string;
+}
+
+/** In-memory canonical cache shared by admission and the watcher. */
+export class CanonicalCache implements CanonicalLookup {
+  private readonly entries = new Map<string, CanonicalEntry>();
+  private readonly tombstones = new Map<string, Tombstone>();
+
+  get(key: string): CanonicalEntry | undefined {
+    return this.entries.get(key);
+  }
+
+  set(key: string, entry: CanonicalEntry): void {
+    this.entries.set(key, entry);
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  keys(): IterableIterator<string> {
+    return this.entries.keys();
+  }
+
+  entriesList(): Array<[string, CanonicalEntry]> {
+    return [...this.entries];
+  }
+
+  recordTombstone(key: string, tombstone: Tombstone): void {
+    this.tombstones.set(key, tombstone);
+  }
+
+  tombstone(key: string): Tombstone | undefined {
+    return this.tombstones.get(key);
+  }
+
+  clearTombstone(key: string): void {
+    this.tombstones.delete(key);
+  }
+
+  tombstoneList(): Array<[string, Tombstone]> {
+    return [...this.tombstones];
+  }
+}

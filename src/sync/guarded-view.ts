@@ -1,0 +1,172 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson, type IgnoreTree } from './canonical-json.js';
+import type { Normalizer } from './normalizers.js';
+import { formatPointer, getAt, isPlainObject, parsePointer } from './pointer.js';
+
+interface GuardedPath {
+  pointer: string;
+  tokens: string[];
+  ignore: IgnoreTree | undefined;
+}
+
+/** The guarded values of an object, by pointer (absent paths are left out). */
+export type GuardedValues = Record<string, unknown>;
+
+export interface View {
+  /** Canonical serialization: equal views are byte-equal. */
+  text: string;
+  /** sha256 hex of `text`. */
+  hash: string;
+}
+
+function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[]): IgnoreTree | undefined {
+  let tree: IgnoreTree | undefined;
+  for (const pointer of ignorePointers) {
+    const tokens = parsePointer(pointer);
+    if (tokens.length <= guardedTokens.length || !guardedTokens.every((t, i) => tokens[i] === t)) continue;
+    tree ??= {};
+    let node = tree;
+    const rest = tokens.slice(guardedTokens.length);
+    rest.forEach((token, i) => {
+      if (i === rest.length - 1) node[token] = true;
+      else {
+        const next = node[token];
+        if (next === true) return;
+        node = next ?? (node[token] = {});
+      }
+    });
+  }
+  return tree;
+}
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * The guarded view of one resource rule: the guarded pointers minus the ignore rules,
+ * normalized and serialized canonically.
+ */
+export class GuardedView {
+  private readonly paths: GuardedPath[];
+
+  constructor(
+    guardedPaths: string[],
+    private readonly ignorePointers: string[],
+    private readonly normalizer?: Normalizer,
+  ) {
+    this.paths = guardedPaths.map((pointer) => {
+      const tokens = parsePointer(pointer);
+      return { pointer, tokens, ignore: buildIgnoreTree(tokens, ignorePointers) };
+    });
+  }
+
+  get pointers(): string[] {
+    return this.paths.map((p) => p.pointer);
+  }
+
+  private normalized(path: GuardedPath, object: unknown): unknown {
+    const value = getAt(object, path.tokens);
+    return this.normalizer ? this.normalizer(path.pointer, value) : value;
+  }
+
+  /** Serializes and hashes the view of `object` (one pass, one hash). */
+  of(object: unknown): View {
+    let text = '{';
+    for (const path of this.paths) {
+      if (text.length > 1) text += ',';
+      text += `${JSON.stringify(path.pointer)}:${canonicalJson(this.normalized(path, object), path.ignore) ?? 'null'}`;
+    }
+    text += '}';
+    return { text, hash: sha256(text) };
+  }
+
+  /** The raw (not normalized) guarded values of `object`, for restoring them later. */
+  valuesOf(object: unknown): GuardedValues {
+    const values: GuardedValues = {};
+    for (const path of this.paths) {
+      const value = getAt(object, path.tokens);
+      if (value !== undefined) values[path.pointer] = value;
+    }
+    return values;
+  }
+
+  /** Every pointer at which the view of `after` differs from the one of `before` (given by its values). */
+  changedPointers(before: GuardedValues, after: unknown): string[] {
+    const changed: string[] = [];
+    for (const path of this.paths) {
+      const old = this.normalizer ? this.normalizer(path.pointer, before[path.pointer]) : before[path.pointer];
+      diff(old, this.normalized(path, after), path.ignore, path.tokens, changed);
+    }
+    return changed;
+  }
+
+  /**
+   * JSON patch operations that make `incoming` carry `canonical`'s guarded values, with
+   * ignored pointers keeping the incoming value.
+   */
+  restoreOps(canonical: GuardedValues, incoming: unknown): PatchOp[] {
+    const ops: PatchOp[] = [];
+    for (const path of this.paths) {
+      const wanted = withIgnoredFrom(canonical[path.pointer], getAt(incoming, path.tokens), this.ignoreTokens(path));
+      const present = getAt(incoming, path.tokens) !== undefined;
+      if (wanted === undefined) {
+        if (present) ops.push({ op: 'remove', path: path.pointer });
+      } else {
+        ops.push({ op: 'add', path: path.pointer, value: wanted });
+      }
+    }
+    return ops;
+  }
+
+  private ignoreTokens(path: GuardedPath): string[][] {
+    return this.ignorePointers
+      .map(parsePointer)
+      .filter((t) => t.length > path.tokens.length && path.tokens.every((p, i) => t[i] === p))
+      .map((t) => t.slice(path.tokens.length));
+  }
+}
+
+export type PatchOp =
+  | { op: 'add' | 'replace' | 'test'; path: string; value: unknown }
+  | { op: 'remove'; path: string };
+
+function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string[], out: string[]): void {
+  const ca = canonicalJson(a, ignore);
+  const cb = canonicalJson(b, ignore);
+  if (ca === cb) return;
+  if (isPlainObject(a) && isPlainObject(b)) {
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const sub = ignore?.[key];
+      if (sub === true) continue;
+      diff(a[key], b[key], sub, [...at, key], out);
+    }
+    return;
+  }
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+    a.forEach((item, i) => {
+      const sub = ignore?.[String(i)];
+      if (sub !== true) diff(item, b[i], sub, [...at, String(i)], out);
+    });
+    return;
+  }
+  out.push(formatPointer(at));
+}
+
+/** A deep copy of `canonical` where each ignored pointer carries the value from `incoming`. */
+function withIgnoredFrom(canonical: unknown, incoming: unknown, ignored: string[][]): unknown {
+  if (ignored.length === 0) return canonical;
+  const result: unknown = canonical === undefined ? undefined : structuredClone(canonical);
+  for (const tokens of ignored) {
+    const value = getAt(incoming, tokens);
+    let node = result;
+    for (let i = 0; i < tokens.length - 1 && isPlainObject(node); i++) {
+      node = node[tokens[i]!] ??= {};
+    }
+    if (!isPlainObject(node)) continue;
+    const last = tokens[tokens.length - 1]!;
+    if (value === undefined) delete node[last];
+    else node[last] = value;
+  }
+  return result;
+}

@@ -1,0 +1,158 @@
+import {
+  objectKey,
+  STAMP_ANNOTATION,
+  STAMP_POINTER,
+  type CanonicalLookup,
+  type GuardedValues,
+  type PatchOp,
+  type Policy,
+  type Rule,
+  type Stamper,
+} from '../sync/index.js';
+import type { AdmissionRequest, KubeObject } from './admission-types.js';
+import type { Decision, Webhook } from './decision.js';
+
+export interface DecisionContext {
+  policy: Policy;
+  canonical: CanonicalLookup;
+  stamper: Stamper;
+}
+
+interface Canonical {
+  hash: string;
+  values: GuardedValues;
+  /** False when nothing vouches for it: the stored object as it is. */
+  known: boolean;
+}
+
+/** How many changed pointers a message lists before it says "and N more". */
+const MAX_POINTERS_SHOWN = 8;
+
+const stampOf = (object: KubeObject | null | undefined): string | undefined =>
+  object?.metadata?.annotations?.[STAMP_ANNOTATION];
+
+function describe(req: AdmissionRequest, object: KubeObject | null | undefined): string {
+  const name = req.name || object?.metadata?.name || '(unnamed)';
+  return `${req.kind.kind} ${req.namespace ? `${req.namespace}/` : ''}${name}`;
+}
+
+function listPointers(pointers: string[]): string {
+  const shown = pointers.slice(0, MAX_POINTERS_SHOWN).join(', ');
+  return pointers.length > MAX_POINTERS_SHOWN ? `${shown} and ${pointers.length - MAX_POINTERS_SHOWN} more` : shown;
+}
+
+/** Patch that sets the stamp annotation, creating metadata.annotations when absent. */
+function setStampOps(object: KubeObject, stamp: string | undefined): PatchOp[] {
+  if (stamp === undefined) return stampOf(object) === undefined ? [] : [{ op: 'remove', path: STAMP_POINTER }];
+  if (!object.metadata?.annotations) return [{ op: 'add', path: '/metadata/annotations', value: { [STAMP_ANNOTATION]: stamp } }];
+  return [{ op: 'add', path: STAMP_POINTER, value: stamp }];
+}
+
+/**
+ * The canonical value for an UPDATE: the cache when it is current for the stored object,
+ * else a validly stamped oldObject (trusted and current), else the cache, else the stored
+ * object as it is (nothing vouches for it).
+ */
+function resolveCanonical(rule: Rule, key: string, old: KubeObject, ctx: DecisionContext): Canonical {
+  const entry = ctx.canonical.get(key);
+  if (entry && entry.resourceVersion === old.metadata?.resourceVersion) {
+    return { hash: entry.viewHash, values: entry.values, known: true };
+  }
+  const oldView = rule.view.of(old);
+  if (ctx.stamper.verify(stampOf(old), key) === oldView.hash) {
+    return { hash: oldView.hash, values: rule.view.valuesOf(old), known: true };
+  }
+  if (entry) return { hash: entry.viewHash, values: entry.values, known: true };
+  return { hash: oldView.hash, values: rule.view.valuesOf(old), known: false };
+}
+
+function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: string, ctx: DecisionContext): Decision {
+  if (req.operation === 'DELETE') return { kind: 'allow', reason: 'trusted', tombstone: webhook === 'validate' };
+  const object = req.object;
+  if (webhook !== 'mutate' || !object || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) {
+    return { kind: 'allow', reason: 'trusted' };
+  }
+  const stamp = ctx.stamper.stamp(rule.view.of(object).hash, key);
+  if (stampOf(object) === stamp) return { kind: 'allow', reason: 'trusted' };
+  return { kind: 'allow', reason: 'trusted', patch: setStampOps(object, stamp) };
+}
+
+function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: string, ctx: DecisionContext): Decision {
+  const object = req.object!;
+  const old = req.oldObject!;
+  const canonical = resolveCanonical(rule, key, old, ctx);
+  const stampChanged = stampOf(object) !== stampOf(old);
+  if (!stampChanged && rule.view.of(object).hash === canonical.hash) return { kind: 'allow', reason: 'unchanged' };
+
+  const changed = rule.view.changedPointers(canonical.values, object);
+  if (stampChanged) changed.push(STAMP_POINTER);
+  const what = describe(req, object);
+  const unknownNote = canonical.known ? '' : ' (no canonical value is known yet; compared with the stored object)';
+  const sourceOfTruth = `${rule.view.pointers.join(', ')} of ${what} is owned by the source of truth`;
+
+  if (rule.mode === 'warn') {
+    return {
+      kind: 'allow',
+      reason: 'warned',
+      warnings: [`spec-guard: ${sourceOfTruth}; changed ${listPointers(changed)} will not stick${unknownNote}`],
+    };
+  }
+  // rewrite patches on /mutate; /validate then denies whatever still differs.
+  if (rule.mode === 'rewrite' && webhook === 'mutate') {
+    return {
+      kind: 'allow',
+      reason: 'rewritten',
+      patch: [...rule.view.restoreOps(canonical.values, object), ...(stampChanged ? setStampOps(object, stampOf(old)) : [])],
+      warnings: [`spec-guard: ${sourceOfTruth}; your change to ${listPointers(changed)} was undone${unknownNote}`],
+    };
+  }
+  return {
+    kind: 'deny',
+    changed,
+    message:
+      `spec-guard: ${sourceOfTruth}; this write changes ${listPointers(changed)}${unknownNote}. ` +
+      'Make the change on the source-of-truth cluster; it is synced here.',
+  };
+}
+
+/**
+ * The admission decision, pure: no I/O, no clock. `webhook` says which endpoint asks:
+ * only /mutate may patch; /validate re-checks what the mutating chain produced.
+ */
+export function decide(req: AdmissionRequest, webhook: Webhook, ctx: DecisionContext): Decision {
+  if (req.subResource) return { kind: 'allow', reason: 'subresource' };
+  const object = req.object ?? undefined;
+  const old = req.oldObject ?? undefined;
+  const rule = ctx.policy.match(req.resource.group, req.resource.resource, req.namespace, [
+    object?.metadata?.labels,
+    old?.metadata?.labels,
+  ]);
+  if (!rule) return { kind: 'allow', reason: 'unguarded' };
+
+  const key = objectKey(req.resource.group, req.resource.resource, req.namespace, req.name || object?.metadata?.name || '');
+  if (ctx.policy.isTrusted(req.userInfo)) return decideTrusted(req, webhook, rule, key, ctx);
+  if (rule.mode === 'off') return { kind: 'allow', reason: 'mode-off' };
+
+  const what = describe(req, object ?? old);
+  switch (req.operation) {
+    case 'CREATE':
+      if (rule.config.creates === 'allow') return { kind: 'allow', reason: 'rule-allows' };
+      return {
+        kind: 'deny',
+        changed: [],
+        message: `spec-guard: creating ${what} is reserved for the source of truth; create it on the source-of-truth cluster and it is synced here.`,
+      };
+    case 'DELETE':
+      if (rule.config.deletes === 'allow') return { kind: 'allow', reason: 'rule-allows' };
+      return {
+        kind: 'deny',
+        changed: [],
+        message: `spec-guard: deleting ${what} is reserved for the source of truth; delete it on the source-of-truth cluster and it is removed here.`,
+      };
+    case 'UPDATE':
+      if (!object || !old) return { kind: 'allow', reason: 'unguarded' };
+      return decideUpdate(req, webhook, rule, key, ctx);
+    default:
+      return { kind: 'allow', reason: 'unguarded' };
+  }
+}

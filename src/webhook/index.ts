@@ -1,0 +1,5 @@
+export { decide, type DecisionContext } from './decide.js';
+export type { Decision, Webhook, AllowReason } from './decision.js';
+export type { AdmissionRequest, AdmissionReview, AdmissionResponse, KubeObject, ManagedFieldsEntry } from './admission-types.js';
+export { parseReview, reviewResponse, BadReviewError } from './review.js';
+export { createWebhookApp, createWebhookServer, MAX_BODY, type WebhookServerOptions } from './server.js';

@@ -1,0 +1,113 @@
+import https from 'node:https';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Logger } from '../log/index.js';
+import type { Metrics } from '../metrics/index.js';
+import type { AdmissionRequest } from './admission-types.js';
+import { decide, type DecisionContext } from './decide.js';
+import type { Decision, Webhook } from './decision.js';
+import { BadReviewError, parseReview, reviewResponse } from './review.js';
+
+/** Largest AdmissionReview body accepted; the apiserver's own request limit is 3 MiB. */
+export const MAX_BODY = '3mb';
+
+export interface WebhookServerOptions {
+  tls: { key: string | Buffer; cert: string | Buffer };
+  decisionContext: () => DecisionContext;
+  metrics: Metrics;
+  logger: Logger;
+  isReady: () => boolean;
+  /** Side effects of a decision (tombstones, events); never called for dryRun requests. */
+  onDecided?: (req: AdmissionRequest, decision: Decision, webhook: Webhook) => void;
+}
+
+function sendError(res: Response, code: number, message: string): void {
+  res.status(code).json({ error: message });
+}
+
+export function createWebhookApp(options: WebhookServerOptions): express.Express {
+  const { metrics, logger } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+
+  const admit = (webhook: Webhook) => (req: Request, res: Response) => {
+    const timer = metrics.admissionLatency.startTimer({ webhook });
+    let request: AdmissionRequest;
+    try {
+      request = parseReview(req.body);
+    } catch (err) {
+      if (!(err instanceof BadReviewError)) throw err;
+      metrics.admissionErrors.inc({ code: '400' });
+      sendError(res, 400, err.message);
+      return;
+    }
+    const decision = decide(request, webhook, options.decisionContext());
+    res.json(reviewResponse(request.uid, decision));
+    timer();
+    metrics.admissionRequests.inc({
+      webhook,
+      operation: request.operation,
+      resource: `${request.resource.resource}.${request.resource.group}`,
+      decision: decision.kind === 'deny' ? 'deny' : decision.reason,
+    });
+    if (decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned') {
+      metrics.driftDetected.inc({ source: 'admission', resource: `${request.resource.resource}.${request.resource.group}` });
+    }
+    logDecision(logger, webhook, request, decision);
+    if (!request.dryRun) options.onDecided?.(request, decision, webhook);
+  };
+
+  app.use(express.json({ limit: MAX_BODY, type: () => true, strict: false }));
+  app.post('/mutate', admit('mutate'));
+  app.post('/validate', admit('validate'));
+  app.get('/healthz', (_req, res) => {
+    res.type('text/plain').send('ok');
+  });
+  app.get('/readyz', (_req, res) => {
+    const ready = options.isReady();
+    res.status(ready ? 200 : 503).type('text/plain').send(ready ? 'ok' : 'not ready');
+  });
+  const knownPaths: Record<string, string> = { '/mutate': 'POST', '/validate': 'POST', '/healthz': 'GET', '/readyz': 'GET' };
+  app.use((req, res) => {
+    const allowed = knownPaths[req.path];
+    if (allowed) {
+      res.set('allow', allowed);
+      sendError(res, 405, `${req.method} is not allowed on ${req.path}; use ${allowed}`);
+    } else {
+      sendError(res, 404, `no such path: ${req.path}`);
+    }
+  });
+  // Body-parser errors (bad JSON, too large) and anything unexpected: a JSON error, never a crash.
+  app.use((err: Error & { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
+    const code = err.type === 'entity.too.large' ? 413 : err.status && err.status < 500 ? err.status : 500;
+    metrics.admissionErrors.inc({ code: String(code) });
+    if (code === 500) logger.error('admission handler failed', { error: err.stack ?? String(err) });
+    const message =
+      code === 413 ? `body larger than ${MAX_BODY}` : err.type === 'entity.parse.failed' ? `body is not valid JSON: ${err.message}` : err.message;
+    sendError(res, code, message);
+  });
+  return app;
+}
+
+function logDecision(logger: Logger, webhook: Webhook, req: AdmissionRequest, decision: Decision): void {
+  const important = decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned';
+  if (!important && !logger.enabled('debug')) return;
+  const fields = {
+    uid: req.uid,
+    webhook,
+    operation: req.operation,
+    user: req.userInfo.username,
+    object: `${req.resource.resource}.${req.resource.group} ${req.namespace ?? ''}/${req.name ?? ''}`,
+    decision: decision.kind === 'deny' ? 'deny' : decision.reason,
+    changed: decision.kind === 'deny' ? decision.changed : undefined,
+    dryRun: req.dryRun || undefined,
+  };
+  if (important) logger.info('admission decision', fields);
+  else logger.debug('admission decision', fields);
+}
+
+export function createWebhookServer(options: WebhookServerOptions): https.Server {
+  const server = https.createServer({ key: options.tls.key, cert: options.tls.cert }, createWebhookApp(options));
+  server.keepAliveTimeout = 65_000;
+  return server;
+}
