@@ -28,7 +28,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     case 'invalid_value':
       return `must be one of ${issue.values.map(String).join(', ')}`;
     case 'invalid_type':
-      return `expected ${issue.expected}`;
+      return /received undefined/.test(issue.message) ? `is required (expected ${issue.expected})` : `expected ${issue.expected}`;
     case 'unrecognized_keys':
       return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`;
     case 'too_small':

@@ -112,10 +112,16 @@ export class KubeClient {
         res.on('data', (chunk: string) => {
           buffered += chunk;
           let nl: number;
-          while ((nl = buffered.indexOf('\n')) >= 0) {
-            const line = buffered.slice(0, nl);
-            buffered = buffered.slice(nl + 1);
-            if (line.trim()) onLine(JSON.parse(line));
+          try {
+            while ((nl = buffered.indexOf('\n')) >= 0) {
+              const line = buffered.slice(0, nl);
+              buffered = buffered.slice(nl + 1);
+              if (line.trim()) onLine(JSON.parse(line));
+            }
+          } catch (err) {
+            // A bad line or a handler that gives up ends this watch, not the process.
+            req.destroy();
+            reject(err);
           }
         });
         res.on('error', reject);

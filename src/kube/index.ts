@@ -1,1 +1,3 @@
 export { KubeClient, KubeError, isNotFound, isConflict, type RequestOptions } from './client.js';
+export { readSecret, readOrCreateSecret, decodeSecretData, encodeSecretData, secretPath, type Secret } from './secrets.js';
+export { Reflector, type ReflectorHandlers, type ReflectorOptions, type ListedObject } from './reflector.js';

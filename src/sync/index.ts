@@ -6,3 +6,4 @@ export { CanonicalCache, type CanonicalEntry, type CanonicalLookup, type Tombsto
 export { Policy, type Rule, type UserInfo } from './policy.js';
 export { objectKey } from './object-key.js';
 export { parsePointer, formatPointer, getAt, isPlainObject } from './pointer.js';
+export { stamperFromFile, stamperFromSecret, STAMP_KEY_SECRET } from './stamp-key.js';

@@ -48,7 +48,8 @@ export function guardedChangeExpression(guardedPointers: string[]): string {
 }
 
 function clientConfig(endpoint: WebhookEndpoint, path: string, caBundle: string): Record<string, unknown> {
-  const base = { caBundle: Buffer.from(caBundle).toString('base64') };
+  // An empty bundle is left out, for a CA injector (cert-manager) to fill in.
+  const base = caBundle ? { caBundle: Buffer.from(caBundle).toString('base64') } : {};
   if ('url' in endpoint) return { ...base, url: `${endpoint.url.replace(/\/+$/, '')}${path}` };
   return { ...base, service: { ...endpoint.service, path } };
 }

@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+import { ConfigError } from './config/index.js';
+import { UsageError } from './commands/args.js';
+import { checkConfig, checkConfigHelp } from './commands/check-config.js';
+import { manifests, manifestsHelp } from './commands/manifests.js';
+import { serve, serveHelp } from './commands/serve.js';
+
+const help = `spec-guard: keeps the guarded paths (.spec) of synced objects equal to their source of truth.
+
+Usage: spec-guard <command> [flags]
+
+Commands:
+  serve          run the admission webhook (and, with a cluster, the watcher)
+  check-config   validate a configuration file and print the effective policy
+  manifests      print the webhook configurations for a configuration, as YAML
+
+Run 'spec-guard <command> --help' for the flags of a command.`;
+
+type Command = (argv: string[]) => number | Promise<number>;
+const commands: Record<string, { run: Command; help: string }> = {
+  serve: { run: serve, help: serveHelp },
+  'check-config': { run: checkConfig, help: checkConfigHelp },
+  manifests: { run: manifests, help: manifestsHelp },
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    console.log(help);
+    return name ? 0 : 2;
+  }
+  const command = commands[name];
+  if (!command) {
+    console.error(`spec-guard: unknown command "${name}"\n\n${help}`);
+    return 2;
+  }
+  try {
+    return await command.run(rest);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      return 2;
+    }
+    if (err instanceof UsageError) {
+      console.error(`spec-guard ${name}: ${err.message}\n\n${command.help}`);
+      return 2;
+    }
+    console.error(`spec-guard ${name}: ${(err as Error).message}`);
+    return 1;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // serve keeps running: it sets its own exit code when it stops.
+    if (code !== -1) process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import { stringify } from 'yaml';
+import { loadConfig } from '../config/index.js';
+import { Policy } from '../sync/index.js';
+import { renderWebhookConfigurations, type WebhookEndpoint } from '../webhook/registration.js';
+import { parseFlags, parsePort, UsageError } from './args.js';
+
+export const manifestsHelp = `Usage: spec-guard manifests --config FILE [flags]
+
+Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration that
+'spec-guard serve' would register, as YAML, for installs that apply them with GitOps.
+
+Flags:
+  --config FILE          configuration file (required)
+  --namespace NS         spec-guard's namespace (default: spec-guard)
+  --service-name NAME    Service in front of spec-guard (default: spec-guard)
+  --service-port PORT    Service port (default: 443)
+  --webhook-url URL      call a URL base instead of the Service (/mutate, /validate appended)
+  --ca-bundle-file F     PEM CA bundle for clientConfig.caBundle (default: left empty for a CA injector)
+  --self-user NAME       spec-guard's own username (default: system:serviceaccount:NS:NAME)`;
+
+export function manifests(argv: string[]): number {
+  const flags = parseFlags(argv, {
+    config: { type: 'string' },
+    namespace: { type: 'string' },
+    'service-name': { type: 'string' },
+    'service-port': { type: 'string' },
+    'webhook-url': { type: 'string' },
+    'ca-bundle-file': { type: 'string' },
+    'self-user': { type: 'string' },
+  });
+  if (flags.help) {
+    console.log(manifestsHelp);
+    return 0;
+  }
+  if (!flags.config) throw new UsageError('--config FILE is required');
+  const namespace = flags.namespace ?? 'spec-guard';
+  const serviceName = flags['service-name'] ?? 'spec-guard';
+  const policy = new Policy(loadConfig(flags.config), flags['self-user'] ?? `system:serviceaccount:${namespace}:${serviceName}`);
+  const endpoint: WebhookEndpoint = flags['webhook-url']
+    ? { url: flags['webhook-url'] }
+    : { service: { name: serviceName, namespace, port: parsePort(flags['service-port'], '--service-port', 443) } };
+  const caBundle = flags['ca-bundle-file'] ? readFileSync(flags['ca-bundle-file'], 'utf8') : '';
+  const { mutating, validating } = renderWebhookConfigurations(policy, {
+    endpoint,
+    caBundle,
+    excludedNamespaces: ['kube-system', namespace],
+  });
+  process.stdout.write(`${stringify(mutating)}---\n${stringify(validating)}`);
+  return 0;
+}

@@ -1,0 +1,101 @@
+import { readFileSync } from 'node:fs';
+import { loadConfig } from '../config/index.js';
+import { parseFlags, parsePort, UsageError } from './args.js';
+import { startRuntime, type RuntimeOptions } from '../runtime.js';
+
+export const serveHelp = `Usage: spec-guard serve --config FILE [flags]
+
+Serves the admission webhook on /mutate and /validate (HTTPS) and metrics on a plain
+HTTP port. With a cluster it also registers its webhooks, keeps the canonical cache
+from a watch and reverts drift; --standalone runs admission only.
+
+Flags:
+  --config FILE           configuration file (required)
+  --port N                webhook HTTPS port (default 8443)
+  --bind-address ADDR     address to listen on (default 0.0.0.0)
+  --metrics-port N        plain-HTTP port for /metrics, /healthz, /readyz (default 8080)
+  --tls-cert-file F       serving certificate (PEM); with --tls-key-file. Default: generated
+  --tls-key-file F        serving key (PEM)
+  --tls-san NAME          extra host name for a generated certificate (repeatable)
+  --stamp-key-file F      HMAC key for stamps (at least 32 bytes). Default: Secret, or generated
+  --standalone            no cluster: admission only, in-memory cache
+  --kubeconfig F          kubeconfig (default: in-cluster, $KUBECONFIG or ~/.kube/config)
+  --namespace NS          where spec-guard keeps its Secrets and Lease (default: its pod's, else spec-guard)
+  --service-name NAME     Service in front of spec-guard, for registration (default: spec-guard)
+  --webhook-url URL       register this URL base instead of the Service (/mutate, /validate appended)
+  --no-register           leave the webhook configurations to someone else
+  --log-level LEVEL       debug, info, warn or error (default: from the configuration)`;
+
+function podNamespace(): string | undefined {
+  try {
+    return readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function serve(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    config: { type: 'string' },
+    port: { type: 'string' },
+    'bind-address': { type: 'string' },
+    'metrics-port': { type: 'string' },
+    'tls-cert-file': { type: 'string' },
+    'tls-key-file': { type: 'string' },
+    'tls-san': { type: 'string', multiple: true },
+    'stamp-key-file': { type: 'string' },
+    standalone: { type: 'boolean' },
+    kubeconfig: { type: 'string' },
+    namespace: { type: 'string' },
+    'service-name': { type: 'string' },
+    'webhook-url': { type: 'string' },
+    'no-register': { type: 'boolean' },
+    'log-level': { type: 'string' },
+  });
+  if (flags.help) {
+    console.log(serveHelp);
+    return 0;
+  }
+  if (!flags.config) throw new UsageError('--config FILE is required');
+  if (Boolean(flags['tls-cert-file']) !== Boolean(flags['tls-key-file'])) {
+    throw new UsageError('--tls-cert-file and --tls-key-file go together');
+  }
+  const logLevel = flags['log-level'];
+  if (logLevel !== undefined && !['debug', 'info', 'warn', 'error'].includes(logLevel)) {
+    throw new UsageError(`--log-level: expected debug, info, warn or error, got "${logLevel}"`);
+  }
+  if (flags['webhook-url']) {
+    let url: URL;
+    try {
+      url = new URL(flags['webhook-url']);
+    } catch {
+      throw new UsageError(`--webhook-url: not a URL: "${flags['webhook-url']}"`);
+    }
+    if (url.protocol !== 'https:') throw new UsageError('--webhook-url must be an https:// URL (the apiserver calls webhooks over TLS)');
+  }
+  const config = loadConfig(flags.config);
+  const options: RuntimeOptions = {
+    config,
+    configFile: flags.config,
+    port: parsePort(flags.port, '--port', 8443),
+    bindAddress: flags['bind-address'] ?? '0.0.0.0',
+    metricsPort: parsePort(flags['metrics-port'], '--metrics-port', 8080),
+    tlsFiles: flags['tls-cert-file'] ? { cert: flags['tls-cert-file'], key: flags['tls-key-file']! } : undefined,
+    tlsSans: flags['tls-san'] ?? [],
+    stampKeyFile: flags['stamp-key-file'],
+    standalone: flags.standalone ?? false,
+    kubeconfig: flags.kubeconfig,
+    namespace: flags.namespace ?? podNamespace() ?? 'spec-guard',
+    serviceName: flags['service-name'] ?? 'spec-guard',
+    webhookUrl: flags['webhook-url'],
+    register: !flags['no-register'],
+    logLevel: (logLevel as RuntimeOptions['logLevel']) ?? config.logLevel,
+  };
+  const runtime = await startRuntime(options);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      void runtime.shutdown(signal).then(() => process.exit(0));
+    });
+  }
+  return -1;
+}

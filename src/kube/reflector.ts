@@ -1,0 +1,145 @@
+import { KubeError, type KubeClient } from './client.js';
+
+export interface ListedObject {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+export interface ReflectorHandlers<T extends ListedObject> {
+  /** After each (re)list: the complete current set. */
+  onList(items: T[]): void;
+  onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void;
+  /** A watch ended abnormally and is being restarted. */
+  onRestart?(reason: string): void;
+}
+
+export interface ReflectorOptions {
+  /** Collection path, e.g. /apis/argoproj.io/v1alpha1/applications. */
+  path: string;
+  fieldSelector?: string;
+  /** A watch with no event and no bookmark for this long is presumed stalled. */
+  silenceMs?: number;
+  maxBackoffMs?: number;
+}
+
+/**
+ * List + watch with resume from the last resourceVersion, bookmarks, relist on 410 Gone,
+ * and restart with capped backoff when a watch errors or goes silent. This replaces
+ * client-node's informer, which can stop or stall without telling.
+ */
+export class Reflector<T extends ListedObject> {
+  private resourceVersion: string | undefined;
+  private abort = new AbortController();
+  private stopped = false;
+  private synced = false;
+
+  constructor(
+    private readonly kube: KubeClient,
+    private readonly options: ReflectorOptions,
+    private readonly handlers: ReflectorHandlers<T>,
+  ) {}
+
+  get hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Runs until stop(); resolves after the first list. */
+  start(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let first = true;
+      const loop = async () => {
+        let backoff = 100;
+        while (!this.stopped) {
+          try {
+            if (!this.resourceVersion) await this.list();
+            if (first) {
+              first = false;
+              resolve();
+            }
+            await this.watch();
+            backoff = 100;
+          } catch (err) {
+            if (this.stopped) return;
+            if (first) {
+              first = false;
+              reject(err);
+              return;
+            }
+            if (err instanceof KubeError && err.status === 410) this.resourceVersion = undefined;
+            this.handlers.onRestart?.((err as Error).message);
+            await new Promise((r) => setTimeout(r, backoff));
+            backoff = Math.min(backoff * 2, this.options.maxBackoffMs ?? 10_000);
+          }
+        }
+      };
+      void loop();
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort.abort();
+  }
+
+  private async list(): Promise<void> {
+    const query = { fieldSelector: this.options.fieldSelector };
+    const list = await this.kube.request<{ metadata: { resourceVersion: string }; items: T[] }>('GET', this.options.path, {
+      query,
+      timeoutMs: 60_000,
+    });
+    this.resourceVersion = list.metadata.resourceVersion;
+    this.handlers.onList(list.items);
+    this.synced = true;
+  }
+
+  private async watch(): Promise<void> {
+    this.abort = new AbortController();
+    const signal = this.abort.signal;
+    const silenceMs = this.options.silenceMs ?? 60_000;
+    let silent = false;
+    let timer = setTimeout(() => {
+      silent = true;
+      this.abort.abort();
+    }, silenceMs);
+    const alive = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        silent = true;
+        this.abort.abort();
+      }, silenceMs);
+    };
+    try {
+      await this.kube.stream(
+        this.options.path,
+        {
+          watch: '1',
+          resourceVersion: this.resourceVersion,
+          allowWatchBookmarks: 'true',
+          fieldSelector: this.options.fieldSelector,
+          // The server ends the watch before our silence timer fires, so a quiet
+          // collection restarts cleanly rather than as a stall.
+          timeoutSeconds: String(Math.max(1, Math.floor((silenceMs * 0.8) / 1000))),
+        },
+        (raw) => {
+          alive();
+          const event = raw as { type: string; object: T & { code?: number; message?: string } };
+          if (event.type === 'ERROR') {
+            const status = event.object;
+            throw new KubeError(status.code ?? 500, 'WatchError', `watch ${this.options.path}: ${status.message ?? 'error'}`);
+          }
+          const rv = event.object.metadata?.resourceVersion;
+          if (rv) this.resourceVersion = rv;
+          if (event.type === 'BOOKMARK') return;
+          this.handlers.onEvent(event.type as 'ADDED' | 'MODIFIED' | 'DELETED', event.object);
+        },
+        signal,
+      );
+    } catch (err) {
+      if (this.stopped) return;
+      if (silent) throw new Error(`watch ${this.options.path}: silent for ${silenceMs} ms`);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

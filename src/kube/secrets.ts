@@ -1,0 +1,55 @@
+import { isConflict, isNotFound, type KubeClient } from './client.js';
+
+export interface Secret {
+  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string> };
+  type?: string;
+  data?: Record<string, string>;
+}
+
+export const secretPath = (namespace: string, name?: string) =>
+  `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets${name ? `/${encodeURIComponent(name)}` : ''}`;
+
+export function decodeSecretData(secret: Secret): Record<string, Buffer> {
+  return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+}
+
+export function encodeSecretData(data: Record<string, string | Buffer>): Record<string, string> {
+  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
+}
+
+export async function readSecret(kube: KubeClient, namespace: string, name: string): Promise<Secret | undefined> {
+  try {
+    return await kube.request<Secret>('GET', secretPath(namespace, name));
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Reads the Secret, or creates it with `make()` when absent. Race-safe across replicas:
+ * when another replica created it first (409), its Secret is read and used.
+ */
+export async function readOrCreateSecret(
+  kube: KubeClient,
+  namespace: string,
+  name: string,
+  make: () => { type?: string; data: Record<string, string | Buffer> },
+): Promise<Secret> {
+  const existing = await readSecret(kube, namespace, name);
+  if (existing) return existing;
+  const { type, data } = make();
+  const body: Secret = {
+    metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'spec-guard' } },
+    type: type ?? 'Opaque',
+    data: encodeSecretData(data),
+  };
+  try {
+    return await kube.request<Secret>('POST', secretPath(namespace), { body });
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+    const winner = await readSecret(kube, namespace, name);
+    if (!winner) throw err;
+    return winner;
+  }
+}

@@ -1,0 +1,177 @@
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createCA, createServingCert, ensureServingMaterial } from './certs/index.js';
+import type { Config } from './config/index.js';
+import { KubeClient } from './kube/index.js';
+import { createLogger, type Logger, type LogLevel } from './log/index.js';
+import { createMetricsServer, Metrics } from './metrics/index.js';
+import { CanonicalCache, Policy, Stamper, stamperFromFile, stamperFromSecret } from './sync/index.js';
+import {
+  createWebhookServer,
+  renderWebhookConfigurations,
+  WebhookRegistrar,
+  type WebhookEndpoint,
+} from './webhook/index.js';
+
+export interface RuntimeOptions {
+  config: Config;
+  configFile: string;
+  port: number;
+  bindAddress: string;
+  metricsPort: number;
+  tlsFiles?: { cert: string; key: string };
+  tlsSans: string[];
+  stampKeyFile?: string;
+  standalone: boolean;
+  kubeconfig?: string;
+  namespace: string;
+  serviceName: string;
+  webhookUrl?: string;
+  register: boolean;
+  logLevel: LogLevel;
+}
+
+export interface Runtime {
+  webhookPort: number;
+  metricsPort: number;
+  shutdown(reason: string): Promise<void>;
+}
+
+/** Connects and checks the API answers, so a wrong kubeconfig fails at start, clearly. */
+async function connect(kubeconfig: string | undefined): Promise<KubeClient> {
+  let kube: KubeClient;
+  try {
+    kube = await KubeClient.load(kubeconfig);
+  } catch (err) {
+    throw new Error(`cannot load the kubeconfig${kubeconfig ? ` ${kubeconfig}` : ''}: ${(err as Error).message}; pass --kubeconfig, or --standalone to run admission only`);
+  }
+  try {
+    await kube.request('GET', '/version', { timeoutMs: 5000 });
+  } catch (err) {
+    kube.close();
+    throw new Error(
+      `cannot reach the Kubernetes API at ${kube.kubeConfig.getCurrentCluster()?.server}: ${(err as Error).message}; pass --kubeconfig, or --standalone to run admission only`,
+    );
+  }
+  return kube;
+}
+
+/** spec-guard's own username, always trusted so that its reverts pass its own webhook. */
+async function whoAmI(kube: KubeClient): Promise<string | undefined> {
+  const review = await kube.request<{ status?: { userInfo?: { username?: string } } }>(
+    'POST',
+    '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+    { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } },
+  );
+  return review.status?.userInfo?.username;
+}
+
+function servingHosts(o: RuntimeOptions): string[] {
+  const hosts = new Set<string>();
+  if (o.webhookUrl) hosts.add(new URL(o.webhookUrl).hostname.replace(/^\[|\]$/g, ''));
+  for (const name of [o.serviceName, `${o.serviceName}.${o.namespace}`, `${o.serviceName}.${o.namespace}.svc`, `${o.serviceName}.${o.namespace}.svc.cluster.local`]) {
+    hosts.add(name);
+  }
+  if (o.standalone) ['localhost', '127.0.0.1'].forEach((h) => hosts.add(h));
+  o.tlsSans.forEach((h) => hosts.add(h));
+  return [...hosts];
+}
+
+function readTlsFiles(files: { cert: string; key: string }) {
+  try {
+    return { cert: readFileSync(files.cert, 'utf8'), key: readFileSync(files.key, 'utf8'), caBundle: readFileSync(files.cert, 'utf8') };
+  } catch (err) {
+    throw new Error(`cannot read the TLS files: ${(err as Error).message}`);
+  }
+}
+
+function listen(server: Server, port: number, host: string, what: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (err) => reject(new Error(`${what}: cannot listen on ${host}:${port}: ${err.message}`)));
+    server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
+  });
+}
+
+export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
+  const logger: Logger = createLogger(o.logLevel);
+  const metrics = new Metrics();
+  const cache = new CanonicalCache();
+  const kube = o.standalone ? undefined : await connect(o.kubeconfig);
+  const selfUser = kube ? await whoAmI(kube) : undefined;
+  const policy = new Policy(o.config, selfUser);
+  const stamper = o.stampKeyFile
+    ? stamperFromFile(o.stampKeyFile)
+    : kube
+      ? await stamperFromSecret(kube, o.namespace)
+      : new Stamper(Stamper.generateKey());
+
+  const hosts = servingHosts(o);
+  const tls = o.tlsFiles
+    ? readTlsFiles(o.tlsFiles)
+    : kube
+      ? await ensureServingMaterial(kube, o.namespace, hosts, logger.info)
+      : (() => {
+          const ca = createCA();
+          return { ...createServingCert(ca, hosts), caBundle: ca.cert };
+        })();
+
+  let ready = false;
+  const decisionContext = { policy, canonical: cache, stamper };
+  const server = createWebhookServer({
+    tls,
+    decisionContext: () => decisionContext,
+    metrics,
+    logger,
+    isReady: () => ready,
+  });
+  const metricsServer = createMetricsServer(metrics, () => ready);
+  const webhookPort = await listen(server, o.port, o.bindAddress, 'webhook');
+  const metricsPort = await listen(metricsServer, o.metricsPort, o.bindAddress, 'metrics');
+
+  let registrar: WebhookRegistrar | undefined;
+  if (kube && o.register) {
+    const endpoint: WebhookEndpoint = o.webhookUrl
+      ? { url: o.webhookUrl }
+      : { service: { name: o.serviceName, namespace: o.namespace, port: 443 } };
+    const desired = renderWebhookConfigurations(policy, {
+      endpoint,
+      caBundle: tls.caBundle,
+      excludedNamespaces: ['kube-system', o.namespace],
+    });
+    registrar = new WebhookRegistrar(kube, desired, metrics, logger);
+    await registrar.start();
+  }
+  ready = true;
+  logger.info('spec-guard ready', {
+    webhookPort,
+    metricsPort,
+    mode: kube ? 'cluster' : 'standalone',
+    selfUser,
+    config: o.configFile,
+    registered: Boolean(registrar),
+  });
+
+  return {
+    webhookPort,
+    metricsPort,
+    async shutdown(reason: string) {
+      ready = false;
+      logger.info('shutting down: draining in-flight requests', { reason });
+      registrar?.stop();
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.closeAllConnections();
+          resolve();
+        }, 10_000);
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      metricsServer.close();
+      kube?.close();
+    },
+  };
+}
