@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseDocument } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { configSchema, type Config } from './schema.js';
 
@@ -59,9 +59,13 @@ function crossFieldProblems(config: Config): string[] {
 
 /** Parses and validates configuration text; `file` names it in every error. */
 export function parseConfig(text: string, file: string): Config {
-  const doc = parseDocument(text, { prettyErrors: false });
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: false, lineCounter });
   if (doc.errors.length > 0) {
-    throw new ConfigError(file, doc.errors.map((e) => `YAML syntax (line ${e.linePos?.[0]?.line ?? '?'}): ${e.message.split('\n')[0]}`));
+    throw new ConfigError(
+      file,
+      doc.errors.map((e) => `YAML syntax (line ${lineCounter.linePos(e.pos[0]).line}): ${e.message.split('\n')[0]}`),
+    );
   }
   const result = configSchema.safeParse(doc.toJS() ?? {});
   if (!result.success) {

@@ -1,0 +1,85 @@
+import { describe, expect, it } from '@jest/globals';
+import { ConfigError, parseConfig } from '../../src/config/index.js';
+
+function problems(yaml: string): string[] {
+  try {
+    parseConfig(yaml, 'spec-guard.yaml');
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('configuration', () => {
+  it('fills in the documented defaults', () => {
+    const config = parseConfig('resources:\n  - group: argoproj.io\n    resource: applications\n', 'c.yaml');
+    expect(config.trust).toEqual({
+      users: ['system:serviceaccount:argocd:argocd-agent-agent'],
+      groups: [],
+      fieldManagers: ['argocd-agent'],
+    });
+    expect(config.resources[0]).toEqual({
+      group: 'argoproj.io',
+      resource: 'applications',
+      version: 'v1alpha1',
+      mode: 'enforce',
+      guardedPaths: ['/spec'],
+      ignore: [],
+      creates: 'deny',
+      deletes: 'deny',
+    });
+    expect(config.store.type).toBe('file');
+  });
+
+  it('names the path of every problem, one line each', () => {
+    const yaml = [
+      'resources:',
+      '  - group: argoproj.io',
+      '    resource: applications',
+      '  - group: argoproj.io',
+      '    resource: appprojects',
+      '    mode: block',
+      '    guardedPaths: [spec]',
+      '    creates: maybe',
+      '    colour: blue',
+    ].join('\n');
+    expect(problems(yaml)).toEqual([
+      'resources[1].mode: must be one of enforce, rewrite, warn, off',
+      'resources[1].guardedPaths[0]: must be an RFC 6901 JSON pointer starting with "/" (e.g. /spec)',
+      'resources[1].creates: must be one of deny, allow',
+      'resources[1]: unknown field colour',
+    ]);
+  });
+
+  it('says which field is missing and what it expects', () => {
+    expect(problems('resources:\n  - group: argoproj.io\n')).toEqual(['resources[0].resource: is required (expected string)']);
+    expect(problems('trust: {}\n')).toEqual(['resources: is required (expected array)']);
+  });
+
+  it('refuses ignore pointers outside the guarded paths and bad selectors', () => {
+    const yaml = [
+      'resources:',
+      '  - group: argoproj.io',
+      '    resource: applications',
+      '    ignore: [/status/health]',
+      '    labelSelector:',
+      '      matchExpressions: [{key: tier, operator: In}]',
+    ].join('\n');
+    expect(problems(yaml)).toEqual([
+      'resources[0].ignore[0]: /status/health must lie below one of the guarded paths (/spec)',
+      'resources[0].labelSelector: In needs values',
+    ]);
+  });
+
+  it('reports YAML syntax errors with the line', () => {
+    const [problem] = problems('resources:\n  - group: [unclosed\n');
+    expect(problem).toMatch(/^YAML syntax \(line \d+\)/);
+  });
+
+  it('names the file in the message', () => {
+    expect(() => parseConfig('resources: []\n', '/etc/spec-guard/config.yaml')).toThrow(
+      '/etc/spec-guard/config.yaml: resources: must have at least 1 entry',
+    );
+  });
+});

@@ -1,0 +1,335 @@
+import { describe, expect, it } from '@jest/globals';
+import { STAMP_ANNOTATION, STAMP_POINTER } from '../../src/sync/index.js';
+import { decide, reviewResponse } from '../../src/webhook/index.js';
+import type { KubeObject } from '../../src/webhook/index.js';
+import { AGENT, SELF, applyDecision, context, keyOf, review, setTargetRevision, stamp } from '../helpers/admission.js';
+
+const spec = (o: KubeObject | null | undefined) => o?.spec as Record<string, unknown>;
+
+/** alice's captured UPDATE (targetRevision HEAD → v2) against a stamped oldObject. */
+function aliceUpdate(rule?: string) {
+  const t = context(rule);
+  const { request } = review('alice-update-spec');
+  stamp(t, request, request.oldObject!);
+  request.object!.metadata!.annotations![STAMP_ANNOTATION] = request.oldObject!.metadata!.annotations![STAMP_ANNOTATION]!;
+  return { t, request };
+}
+
+describe('trusted writers', () => {
+  it('stamps the agent CREATE on /mutate, creating the annotation with a stamp valid for the view', () => {
+    const t = context();
+    const { request } = review('agent-create');
+    const decision = decide(request, 'mutate', t.ctx);
+    expect(decision).toMatchObject({ kind: 'allow', reason: 'trusted' });
+    const stored = applyDecision(request.object!, decision);
+    const value = stored.metadata!.annotations![STAMP_ANNOTATION]!;
+    const rule = t.policy.rules[0]!;
+    expect(t.stamper.verify(value, keyOf(request))).toBe(rule.view.of(stored).hash);
+    // The other annotation is untouched.
+    expect(stored.metadata!.annotations!['kubectl.kubernetes.io/last-applied-configuration']).toBeDefined();
+  });
+
+  it('creates metadata.annotations when the object has none', () => {
+    const t = context();
+    const { request } = review('agent-create');
+    delete request.object!.metadata!.annotations;
+    const decision = decide(request, 'mutate', t.ctx);
+    expect(decision.kind === 'allow' && decision.patch).toEqual([
+      { op: 'add', path: '/metadata/annotations', value: { [STAMP_ANNOTATION]: expect.stringMatching(/^v1\.[0-9a-f]{64}\./) } },
+    ]);
+    expect(applyDecision(request.object!, decision).metadata!.annotations![STAMP_ANNOTATION]).toMatch(/^v1\./);
+  });
+
+  it('sends no patch when the stamp is already right, and none on /validate', () => {
+    const t = context();
+    const { request } = review('agent-create');
+    stamp(t, request, request.object!);
+    expect(decide(request, 'mutate', t.ctx)).toEqual({ kind: 'allow', reason: 'trusted' });
+    expect(decide(review('agent-create').request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'trusted' });
+  });
+
+  it('trusts by group and spec-guard itself, and allows their spec changes', () => {
+    for (const userInfo of [{ username: 'bob', groups: ['argocd-agents'] }, { username: SELF, groups: [] }]) {
+      const { t, request } = aliceUpdate();
+      request.userInfo = userInfo;
+      const decision = decide(request, 'mutate', t.ctx);
+      expect(decision).toMatchObject({ kind: 'allow', reason: 'trusted' });
+      // The new spec gets a new stamp.
+      const stored = applyDecision(request.object!, decision);
+      expect(t.stamper.verify(stored.metadata!.annotations![STAMP_ANNOTATION], keyOf(request))).toBe(
+        t.policy.rules[0]!.view.of(stored).hash,
+      );
+    }
+  });
+
+  it('allows a trusted DELETE and asks for a tombstone on /validate only', () => {
+    const t = context();
+    const { request } = review('alice-delete');
+    request.userInfo = { username: AGENT, groups: [] };
+    expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'trusted', tombstone: true });
+    expect(decide(request, 'mutate', t.ctx)).toEqual({ kind: 'allow', reason: 'trusted', tombstone: false });
+  });
+});
+
+describe('untrusted UPDATE by mode', () => {
+  it('enforce: both webhooks deny with 403, naming kind, object, pointer and the source of truth', () => {
+    const { t, request } = aliceUpdate();
+    for (const webhook of ['mutate', 'validate'] as const) {
+      const decision = decide(request, webhook, t.ctx);
+      expect(decision.kind).toBe('deny');
+      const response = reviewResponse(request.uid, decision).response!;
+      expect(response).toMatchObject({ uid: request.uid, allowed: false, status: { code: 403, reason: 'Forbidden' } });
+      expect(response.status!.message).toContain('Application argocd/guestbook');
+      expect(response.status!.message).toContain('/spec/source/targetRevision');
+      expect(response.status!.message).toContain('source-of-truth cluster');
+      expect(response.patch).toBeUndefined();
+    }
+  });
+
+  it('rewrite: /mutate restores the spec with a warning; /validate denies what still differs', () => {
+    const { t, request } = aliceUpdate('mode: rewrite');
+    const decision = decide(request, 'mutate', t.ctx);
+    expect(decision).toMatchObject({ kind: 'allow', reason: 'rewritten' });
+    expect(decision.kind === 'allow' && decision.warnings?.[0]).toContain('/spec/source/targetRevision');
+    const stored = applyDecision(request.object!, decision);
+    expect(spec(stored)).toEqual(spec(request.oldObject));
+    expect(decide({ ...request, object: stored }, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
+    expect(decide(request, 'validate', t.ctx).kind).toBe('deny');
+  });
+
+  it('warn: both webhooks allow with a warning and no patch', () => {
+    const { t, request } = aliceUpdate('mode: warn');
+    for (const webhook of ['mutate', 'validate'] as const) {
+      const response = reviewResponse(request.uid, decide(request, webhook, t.ctx)).response!;
+      expect(response.allowed).toBe(true);
+      expect(response.patch).toBeUndefined();
+      expect(response.warnings?.[0]).toMatch(/spec-guard: .*\/spec\/source\/targetRevision/);
+    }
+  });
+
+  it('off: allows silently', () => {
+    const { t, request } = aliceUpdate('mode: off');
+    expect(reviewResponse(request.uid, decide(request, 'mutate', t.ctx)).response).toEqual({ uid: request.uid, allowed: true });
+  });
+
+  it('dryRun requests get the same answer', () => {
+    const t = context();
+    const { request } = review('alice-update-spec-dryrun');
+    expect(request.dryRun).toBe(true);
+    stamp(t, request, request.oldObject!);
+    request.object!.metadata!.annotations![STAMP_ANNOTATION] = request.oldObject!.metadata!.annotations![STAMP_ANNOTATION]!;
+    const dry = decide(request, 'validate', t.ctx);
+    const wet = decide({ ...request, dryRun: false }, 'validate', t.ctx);
+    expect(dry).toEqual(wet);
+    expect(dry.kind).toBe('deny');
+  });
+});
+
+describe('what stays writable', () => {
+  it('admits the application-controller status write', () => {
+    const t = context();
+    const { request } = review('controller-update-status');
+    expect(request.object!.status).toBeDefined();
+    expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
+  });
+
+  it('admits label, other annotation, finalizer and .operation changes', () => {
+    const { t, request } = aliceUpdate();
+    request.object!.spec = structuredClone(request.oldObject!.spec);
+    const meta = request.object!.metadata!;
+    meta.labels = { team: 'payments' };
+    meta.annotations!.note = 'hello';
+    meta.finalizers = ['resources-finalizer.argocd.argoproj.io'];
+    request.object!.operation = { sync: { revision: 'HEAD' } };
+    expect(decide(request, 'mutate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
+  });
+});
+
+describe('the stamp is guarded', () => {
+  it.each([
+    ['removed', (o: KubeObject) => delete o.metadata!.annotations![STAMP_ANNOTATION]],
+    ['changed', (o: KubeObject) => (o.metadata!.annotations![STAMP_ANNOTATION] = 'v1.' + 'a'.repeat(64) + '.forged')],
+  ])('denies a stamp %s by an untrusted writer', (_what, tamper) => {
+    const { t, request } = aliceUpdate();
+    request.object!.spec = structuredClone(request.oldObject!.spec);
+    tamper(request.object!);
+    const decision = decide(request, 'validate', t.ctx);
+    expect(decision).toMatchObject({ kind: 'deny', changed: [STAMP_POINTER] });
+  });
+
+  it('denies adding a stamp to an unstamped object', () => {
+    const t = context();
+    const { request } = review('alice-update-spec');
+    request.object!.spec = structuredClone(request.oldObject!.spec);
+    request.object!.metadata!.annotations![STAMP_ANNOTATION] = 'v1.' + 'b'.repeat(64) + '.x';
+    expect(decide(request, 'validate', t.ctx)).toMatchObject({ kind: 'deny', changed: [STAMP_POINTER] });
+  });
+
+  it('rewrite puts a removed stamp back', () => {
+    const { t, request } = aliceUpdate('mode: rewrite');
+    const original = request.oldObject!.metadata!.annotations![STAMP_ANNOTATION];
+    delete request.object!.metadata!.annotations![STAMP_ANNOTATION];
+    const stored = applyDecision(request.object!, decide(request, 'mutate', t.ctx));
+    expect(stored.metadata!.annotations![STAMP_ANNOTATION]).toBe(original);
+    expect(spec(stored)).toEqual(spec(request.oldObject));
+  });
+});
+
+describe('CREATE and DELETE by untrusted writers', () => {
+  it('denies CREATE unless creates: allow', () => {
+    const { request } = review('agent-create');
+    request.userInfo = { username: 'alice', groups: ['developers'] };
+    const denied = decide(request, 'validate', context().ctx);
+    expect(denied.kind === 'deny' && denied.message).toContain('creating Application argocd/guestbook is reserved');
+    expect(decide(request, 'validate', context('creates: allow').ctx)).toEqual({ kind: 'allow', reason: 'rule-allows' });
+  });
+
+  it('denies DELETE unless deletes: allow', () => {
+    const { request } = review('alice-delete');
+    const denied = decide(request, 'validate', context().ctx);
+    expect(denied.kind === 'deny' && denied.message).toContain('deleting Application argocd/guestbook is reserved');
+    expect(decide(request, 'validate', context('deletes: allow').ctx)).toEqual({ kind: 'allow', reason: 'rule-allows' });
+  });
+});
+
+describe('what is not guarded', () => {
+  it('allows other resources, other namespaces and subresources untouched', () => {
+    const t = context('namespaces: [argocd]');
+    const other = review('alice-update-spec').request;
+    other.resource = { ...other.resource, resource: 'applicationsets' };
+    expect(decide(other, 'mutate', t.ctx)).toEqual({ kind: 'allow', reason: 'unguarded' });
+    const elsewhere = review('alice-update-spec').request;
+    elsewhere.namespace = 'team-a';
+    expect(decide(elsewhere, 'mutate', t.ctx)).toEqual({ kind: 'allow', reason: 'unguarded' });
+    const sub = review('alice-update-spec').request;
+    sub.subResource = 'status';
+    expect(decide(sub, 'mutate', t.ctx)).toEqual({ kind: 'allow', reason: 'subresource' });
+  });
+
+  it('keeps guarding when the writer changes labels to leave the selector', () => {
+    const t = context('labelSelector:\n  matchLabels: {guarded: "yes"}');
+    const { request } = review('alice-update-spec');
+    request.oldObject!.metadata!.labels = { guarded: 'yes' };
+    request.object!.metadata!.labels = { guarded: 'no' };
+    expect(decide(request, 'validate', t.ctx).kind).toBe('deny');
+    const unlabelled = review('alice-update-spec').request;
+    expect(decide(unlabelled, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unguarded' });
+  });
+});
+
+describe('canonical value', () => {
+  it('compares with the stored object when nothing vouches for it, and says so', () => {
+    const t = context();
+    const { request } = review('alice-update-spec');
+    const decision = decide(request, 'validate', t.ctx);
+    expect(decision.kind === 'deny' && decision.message).toContain('no canonical value is known');
+  });
+
+  it('prefers the cache over an unstamped, drifted oldObject: undoing the drift is allowed', () => {
+    const t = context();
+    const { request } = review('alice-update-spec');
+    const rule = t.policy.rules[0]!;
+    // Canonical: targetRevision v2 (what alice now writes); stored oldObject drifted to HEAD.
+    t.cache.set(keyOf(request), {
+      viewHash: rule.view.of(request.object).hash,
+      values: rule.view.valuesOf(request.object),
+      stamp: '',
+      resourceVersion: 'older',
+      uid: request.object!.metadata!.uid as string,
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+    });
+    expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
+  });
+
+  it('prefers a validly stamped oldObject over a stale cache entry', () => {
+    const { t, request } = aliceUpdate();
+    const rule = t.policy.rules[0]!;
+    const stale = structuredClone(request.oldObject!);
+    setTargetRevision(stale, 'ancient');
+    t.cache.set(keyOf(request), {
+      viewHash: rule.view.of(stale).hash,
+      values: rule.view.valuesOf(stale),
+      stamp: '',
+      resourceVersion: 'stale',
+      uid: 'u',
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+    });
+    // Writing back the stamped (current, trusted) spec is no change.
+    request.object!.spec = structuredClone(request.oldObject!.spec);
+    expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
+  });
+
+  it('ignores a stamp copied from another object', () => {
+    const { t, request } = aliceUpdate();
+    const copied = { ...request, name: 'other', oldObject: { ...request.oldObject!, metadata: { ...request.oldObject!.metadata, name: 'other' } } };
+    copied.object = { ...request.object!, spec: structuredClone(request.oldObject!.spec) };
+    const decision = decide(copied, 'validate', t.ctx);
+    // Same spec: allowed, but only because it equals the stored object, which nothing vouches for.
+    expect(decision).toEqual({ kind: 'allow', reason: 'unchanged' });
+    setTargetRevision(copied.object, 'v9');
+    const denied = decide(copied, 'validate', t.ctx);
+    expect(denied.kind === 'deny' && denied.message).toContain('no canonical value is known');
+  });
+});
+
+describe('argocd-application normalizer', () => {
+  /** The application-controller's normalizing write: project "" → default, zero blocks dropped. */
+  function normalizingWrite(extra?: (s: Record<string, unknown>) => void) {
+    const t = context();
+    const { request } = review('controller-update-status');
+    const oldSpec = spec(request.oldObject);
+    oldSpec.project = '';
+    oldSpec.syncPolicy = {};
+    (oldSpec.source as Record<string, unknown>).helm = { valueFiles: [], passCredentials: false };
+    (oldSpec.source as Record<string, unknown>).directory = { recurse: false, jsonnet: {} };
+    stamp(t, request, request.oldObject!);
+    request.object!.metadata!.annotations = { ...request.oldObject!.metadata!.annotations };
+    const newSpec = structuredClone(oldSpec);
+    newSpec.project = 'default';
+    delete newSpec.syncPolicy;
+    delete (newSpec.source as Record<string, unknown>).helm;
+    delete (newSpec.source as Record<string, unknown>).directory;
+    extra?.(newSpec);
+    request.object!.spec = newSpec;
+    return { t, request };
+  }
+
+  it('admits the controller normalizing write', () => {
+    const { t, request } = normalizingWrite();
+    expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
+  });
+
+  it('still refuses a real change hidden in a normalizing write, naming only it', () => {
+    const { t, request } = normalizingWrite((s) => ((s.destination as Record<string, unknown>).namespace = 'prod'));
+    expect(decide(request, 'validate', t.ctx)).toMatchObject({ kind: 'deny', changed: ['/spec/destination/namespace'] });
+  });
+
+  it('without the normalizer the same write is a change', () => {
+    const { request } = normalizingWrite();
+    const t = context('mode: enforce');
+    stamp(t, request, request.oldObject!);
+    request.object!.metadata!.annotations = { ...request.oldObject!.metadata!.annotations };
+    expect(decide(request, 'validate', t.ctx).kind).toBe('deny');
+  });
+});
+
+describe('ignore pointers', () => {
+  const rule = 'mode: rewrite\nignore: [/spec/source/targetRevision]';
+
+  it('allow a change below an ignored pointer', () => {
+    const { t, request } = aliceUpdate(rule);
+    expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
+  });
+
+  it('keep the new ignored value when rewrite restores the rest', () => {
+    const { t, request } = aliceUpdate(rule);
+    spec(request.object).project = 'evil';
+    const decision = decide(request, 'mutate', t.ctx);
+    expect(decision).toMatchObject({ kind: 'allow', reason: 'rewritten' });
+    const stored = applyDecision(request.object!, decision);
+    expect(spec(stored).project).toBe('default');
+    expect((spec(stored).source as Record<string, unknown>).targetRevision).toBe('v2');
+  });
+});
