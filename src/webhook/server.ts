@@ -57,9 +57,10 @@ export function createWebhookApp(options: WebhookServerOptions): express.Express
     if (!request.dryRun) options.onDecided?.(request, decision, webhook);
   };
 
-  app.use(express.json({ limit: MAX_BODY, type: () => true, strict: false }));
-  app.post('/mutate', admit('mutate'));
-  app.post('/validate', admit('validate'));
+  // Parsed on the admission routes only: a body sent anywhere else is never read.
+  const jsonBody = express.json({ limit: MAX_BODY, type: () => true, strict: false });
+  app.post('/mutate', jsonBody, admit('mutate'));
+  app.post('/validate', jsonBody, admit('validate'));
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok');
   });

@@ -1,0 +1,56 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+export const cliPath = fileURLToPath(new URL('../../dist/src/cli.js', import.meta.url));
+
+/** Runs the built CLI to completion. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const result = spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000 });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+export interface Daemon {
+  child: ChildProcess;
+  logs: () => string;
+  /** Resolves with the first log line matching `pattern`. */
+  waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `spec-guard serve …` as a child process, collecting its logs. */
+export function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Daemon {
+  const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const waiters: Array<() => void> = [];
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    waiters.forEach((w) => w());
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    logs: () => output,
+    waitForLog(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const line = output.split('\n').find((l) => pattern.test(l));
+          if (line) {
+            clearTimeout(timer);
+            resolve(line);
+          }
+        };
+        const timer = setTimeout(() => reject(new Error(`no log line matching ${pattern} within ${timeoutMs} ms; logs:\n${output}`)), timeoutMs);
+        waiters.push(check);
+        void exited.then(() => setTimeout(() => reject(new Error(`process exited before logging ${pattern}; logs:\n${output}`)), 50));
+        check();
+      });
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { review } from '../helpers/admission.js';
+import { runCli, startCli, type Daemon } from '../helpers/cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'spec-guard-cli-'));
+const goodConfig = join(dir, 'good.yaml');
+writeFileSync(goodConfig, 'resources:\n  - group: argoproj.io\n    resource: applications\n    normalizer: argocd-application\n');
+const badConfig = join(dir, 'bad.yaml');
+writeFileSync(badConfig, 'resources:\n  - group: argoproj.io\n    resource: applications\n  - group: argoproj.io\n    resource: appprojects\n    mode: block\n');
+
+const daemons: Daemon[] = [];
+afterAll(async () => {
+  await Promise.all(daemons.map((d) => d.stop('SIGKILL')));
+});
+
+describe('spec-guard CLI', () => {
+  it('prints help for every subcommand', () => {
+    for (const command of ['serve', 'check-config', 'manifests']) {
+      const { code, stdout } = runCli([command, '--help']);
+      expect(code).toBe(0);
+      expect(stdout).toContain(`Usage: spec-guard ${command}`);
+    }
+    expect(runCli(['--help']).stdout).toContain('Commands:');
+  });
+
+  it('check-config prints the effective policy', () => {
+    const { code, stdout } = runCli(['check-config', '--config', goodConfig]);
+    expect(code).toBe(0);
+    expect(stdout).toContain('mode: enforce');
+    expect(stdout).toContain('- /spec');
+  });
+
+  it('a bad configuration exits 2 with one line per problem naming the path', () => {
+    for (const command of [['check-config'], ['serve', '--standalone']]) {
+      const { code, stderr } = runCli([...command, '--config', badConfig]);
+      expect(code).toBe(2);
+      expect(stderr).toContain(`${badConfig}: resources[1].mode: must be one of enforce, rewrite, warn, off`);
+    }
+  });
+
+  it('a wrong flag exits 2 with the help', () => {
+    const { code, stderr } = runCli(['serve', '--config', goodConfig, '--prot', '1']);
+    expect(code).toBe(2);
+    expect(stderr).toContain("Unknown option '--prot'");
+    expect(stderr).toContain('Usage: spec-guard serve');
+  });
+
+  it('without --standalone and without a reachable cluster, serve fails fast and says why', () => {
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n',
+    );
+    const started = Date.now();
+    const { code, stderr } = runCli(['serve', '--config', goodConfig, '--kubeconfig', kubeconfig, '--port', '0', '--metrics-port', '0']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('cannot reach the Kubernetes API at https://127.0.0.1:1');
+    expect(stderr).toContain('--standalone');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('serve --standalone answers admission over TLS and serves metrics on plain HTTP', async () => {
+    const daemon = startCli(['serve', '--standalone', '--config', goodConfig, '--port', '0', '--metrics-port', '0', '--bind-address', '127.0.0.1']);
+    daemons.push(daemon);
+    const ready = JSON.parse(await daemon.waitForLog(/spec-guard ready/)) as { webhookPort: number; metricsPort: number };
+    const body = JSON.stringify(review('alice-delete'));
+    const reply = await new Promise<string>((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', port: ready.webhookPort, path: '/validate', method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve(text));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(JSON.parse(reply).response).toMatchObject({ allowed: false, status: { code: 403 } });
+    const metrics = await (await fetch(`http://127.0.0.1:${ready.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/spec_guard_admission_requests_total\{webhook="validate",operation="DELETE",resource="applications.argoproj.io",decision="deny"\} 1/);
+    expect(metrics).toContain('process_resident_memory_bytes');
+    expect((await fetch(`http://127.0.0.1:${ready.metricsPort}/readyz`)).status).toBe(200);
+    expect(await daemon.stop('SIGTERM')).toBe(0);
+    expect(daemon.logs()).toContain('shutting down');
+  });
+});

@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { STAMP_ANNOTATION } from '../../src/sync/index.js';
+import { review, stamp } from '../helpers/admission.js';
+import { startServer, type RunningServer } from '../helpers/server.js';
+
+let server: RunningServer;
+
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(() => server.close());
+
+/** A valid request that must always be answered: proves the server survived. */
+async function expectStillAnswers(): Promise<void> {
+  const body = review('agent-create');
+  const reply = await server.request('POST', '/mutate', JSON.stringify(body));
+  expect(reply.status).toBe(200);
+  expect(reply.json()).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: body.request.uid, allowed: true } });
+}
+
+describe('admission over HTTPS', () => {
+  it('stamps a trusted create with a base64 JSONPatch and echoes the uid', async () => {
+    const body = review('agent-create');
+    const reply = await server.request('POST', '/mutate', JSON.stringify(body));
+    expect(reply.status).toBe(200);
+    expect(reply.headers['content-type']).toMatch(/^application\/json/);
+    const response = reply.json<{ response: { uid: string; allowed: boolean; patchType: string; patch: string } }>().response;
+    expect(response).toMatchObject({ uid: body.request.uid, allowed: true, patchType: 'JSONPatch' });
+    const patch = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8'));
+    expect(patch).toEqual([{ op: 'add', path: '/metadata/annotations/spec-guard.io~1stamp', value: expect.stringMatching(/^v1\./) }]);
+  });
+
+  it('denies an untrusted spec change with 403 inside a 200 response', async () => {
+    const body = review('alice-update-spec');
+    stamp(server.t, body.request, body.request.oldObject!);
+    body.request.object!.metadata!.annotations![STAMP_ANNOTATION] = body.request.oldObject!.metadata!.annotations![STAMP_ANNOTATION]!;
+    const reply = await server.request('POST', '/validate', JSON.stringify(body));
+    expect(reply.status).toBe(200);
+    expect(reply.json()).toMatchObject({ response: { uid: body.request.uid, allowed: false, status: { code: 403, reason: 'Forbidden' } } });
+  });
+
+  it('runs side effects for real requests only, never for dryRun', async () => {
+    const del = review('alice-delete');
+    del.request.userInfo = { username: 'system:serviceaccount:argocd:argocd-agent-agent' };
+    const before = server.decided.length;
+    await server.request('POST', '/validate', JSON.stringify({ ...del, request: { ...del.request, dryRun: true } }));
+    expect(server.decided.length).toBe(before);
+    await server.request('POST', '/validate', JSON.stringify(del));
+    expect(server.decided.length).toBe(before + 1);
+    expect(server.decided.at(-1)![1]).toEqual({ kind: 'allow', reason: 'trusted', tombstone: true });
+  });
+
+  it('serves /healthz and /readyz', async () => {
+    expect((await server.request('GET', '/healthz')).body).toBe('ok');
+    expect((await server.request('GET', '/readyz')).status).toBe(200);
+  });
+});
+
+describe('bad input gets a clear error and changes nothing', () => {
+  const valid = () => review('alice-update-spec');
+  const cases: Array<[string, string | (() => string), number, RegExp]> = [
+    ['non-JSON', '{"apiVersion": "admission.k8s.io/v1", kind', 400, /not valid JSON/],
+    ['a JSON array', '[1,2]', 400, /must be a JSON object/],
+    ['another apiVersion', () => JSON.stringify({ ...valid(), apiVersion: 'admission.k8s.io/v1beta1' }), 400, /expected apiVersion admission.k8s.io\/v1/],
+    ['no request', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }), 400, /request is missing/],
+    ['no request.uid', () => { const r = valid(); delete (r.request as { uid?: string }).uid; return JSON.stringify(r); }, 400, /request.uid is missing/],
+    ['a bad operation', () => { const r = valid(); (r.request as { operation: string }).operation = 'PATCH'; return JSON.stringify(r); }, 400, /operation/],
+    ['a non-object object', () => { const r = valid(); (r.request as { object: unknown }).object = 'x'; return JSON.stringify(r); }, 400, /request.object must be an object/],
+  ];
+
+  it.each(cases)('%s → %d', async (_name, body, status, message) => {
+    const before = server.decided.length;
+    const reply = await server.request('POST', '/validate', typeof body === 'function' ? body() : body);
+    expect(reply.status).toBe(status);
+    expect(reply.json<{ error: string }>().error).toMatch(message);
+    expect(server.decided.length).toBe(before);
+    await expectStillAnswers();
+  });
+
+  it('a body over 3 MiB → 413', async () => {
+    const big = JSON.stringify({ ...valid(), padding: 'x'.repeat(3 * 1024 * 1024 + 10) });
+    const reply = await server.request('POST', '/validate', big);
+    expect(reply.status).toBe(413);
+    expect(reply.json<{ error: string }>().error).toMatch(/larger than 3mb/);
+    await expectStillAnswers();
+  });
+
+  it('an unknown path → 404, a wrong method → 405 with Allow', async () => {
+    const missing = await server.request('POST', '/admit', '{}');
+    expect(missing.status).toBe(404);
+    expect(missing.json<{ error: string }>().error).toBe('no such path: /admit');
+    const wrong = await server.request('GET', '/mutate');
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.allow).toBe('POST');
+    const put = await server.request('PUT', '/healthz', 'x');
+    expect(put.status).toBe(405);
+    await expectStillAnswers();
+  });
+
+  it('counts the errors by code', async () => {
+    const text = await server.metrics.registry.getSingleMetricAsString('spec_guard_admission_errors_total');
+    expect(text).toMatch(/spec_guard_admission_errors_total\{code="400"\} [1-9]/);
+    expect(text).toMatch(/spec_guard_admission_errors_total\{code="413"\} 1/);
+  });
+});
