@@ -15,8 +15,8 @@ export default {
       ...common,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.test.ts'],
-      globalSetup: '<rootDir>/test/e2e/global-setup.ts',
-      globalTeardown: '<rootDir>/test/e2e/global-teardown.ts',
+      globalSetup: '<rootDir>/test/e2e/global-setup.mjs',
+      globalTeardown: '<rootDir>/test/e2e/global-teardown.mjs',
     },
   ],
 };

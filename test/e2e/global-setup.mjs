@@ -1,0 +1,19 @@
+// Brings up the local control plane (real kube-apiserver + etcd) once for the e2e suite, or
+// uses an existing cluster when SPEC_GUARD_E2E_KUBECONFIG names its kubeconfig. What the
+// tests need is passed on in the environment, which jest's workers inherit.
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export default async function globalSetup() {
+  const existing = process.env.SPEC_GUARD_E2E_KUBECONFIG;
+  if (existing) {
+    process.env.SPEC_GUARD_E2E_SELF_KUBECONFIG ??= existing;
+    return;
+  }
+  const script = fileURLToPath(new URL('../../scripts/control-plane.sh', import.meta.url));
+  const env = { ...process.env, CP_NAME: 'e2e', CP_APISERVER_PORT: process.env.CP_APISERVER_PORT ?? '26443', CP_ETCD_PORT: process.env.CP_ETCD_PORT ?? '22379' };
+  const kubeconfig = execFileSync('bash', [script, 'up'], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  process.env.SPEC_GUARD_E2E_KUBECONFIG = kubeconfig;
+  process.env.SPEC_GUARD_E2E_SELF_KUBECONFIG = kubeconfig.replace(/admin\.kubeconfig$/, 'spec-guard.kubeconfig');
+  process.env.SPEC_GUARD_E2E_OWNED = '1';
+}

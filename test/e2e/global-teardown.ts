@@ -1,1 +1,0 @@
-export default async function globalTeardown(): Promise<void> {}

@@ -1,0 +1,125 @@
+import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { startCli, type Daemon } from '../helpers/cli.js';
+import { e2eState as state } from './state.js';
+
+export { state };
+
+export const AGENT = ['--as=system:serviceaccount:argocd:argocd-agent-agent'];
+export const CONTROLLER = ['--as=system:serviceaccount:argocd:argocd-application-controller'];
+export const ALICE = ['--as=alice', '--as-group=developers'];
+export const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+
+export interface KubectlResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Real kubectl against the test apiserver, as the admin unless `identity` impersonates someone. */
+export function kubectl(identity: string[], args: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}): KubectlResult {
+  const result = spawnSync('kubectl', [...identity, ...args], {
+    input: options.input,
+    encoding: 'utf8',
+    env: { ...process.env, KUBECONFIG: state().adminKubeconfig, ...options.env },
+    timeout: 60_000,
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** kubectl that must succeed; returns stdout. */
+export function kubectlOk(identity: string[], args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv }): string {
+  const r = kubectl(identity, args, options);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+  return r.stdout;
+}
+
+export function getJson<T = Record<string, any>>(args: string[]): T {
+  return JSON.parse(kubectlOk([], ['get', ...args, '-o', 'json'])) as T;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface SpecGuard extends Daemon {
+  webhookPort: number;
+  metricsPort: number;
+  metrics(): Promise<string>;
+}
+
+/** `spec-guard serve` as a child process, with its own identity, against the test apiserver. */
+export async function startSpecGuard(config: string, extra: string[] = []): Promise<SpecGuard> {
+  const webhookPort = await freePort();
+  const metricsPort = await freePort();
+  const daemon = startCli([
+    'serve',
+    '--config',
+    config,
+    '--kubeconfig',
+    state().specGuardKubeconfig,
+    '--namespace',
+    'spec-guard',
+    '--bind-address',
+    '127.0.0.1',
+    '--port',
+    String(webhookPort),
+    '--metrics-port',
+    String(metricsPort),
+    '--webhook-url',
+    `https://127.0.0.1:${webhookPort}`,
+    ...extra,
+  ]);
+  await daemon.waitForLog(/spec-guard ready/);
+  return {
+    ...daemon,
+    webhookPort,
+    metricsPort,
+    metrics: async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(),
+  };
+}
+
+/** Removes spec-guard's webhook configurations, so a stopped instance blocks nothing. */
+export function unregister(): void {
+  kubectl([], ['delete', 'mutatingwebhookconfiguration,validatingwebhookconfiguration', 'spec-guard', '--ignore-not-found']);
+}
+
+export function application(name: string, namespace: string, spec: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name, namespace },
+    spec: {
+      project: 'default',
+      source: { repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: 'HEAD', path: 'guestbook' },
+      destination: { server: 'https://kubernetes.default.svc', namespace: 'guestbook' },
+      ...spec,
+    },
+  });
+}
+
+/** Creates (or updates) an Application as the agent, through kubectl apply with its field manager. */
+export function agentApply(name: string, namespace: string, spec: Record<string, unknown> = {}): void {
+  kubectlOk(AGENT, ['apply', '--server-side', '--field-manager=argocd-agent', '--force-conflicts', '-f', '-'], { input: application(name, namespace, spec) });
+}
+
+export const targetRevision = (name: string, namespace: string): string =>
+  getJson(['application', '-n', namespace, name]).spec.source.targetRevision as string;
