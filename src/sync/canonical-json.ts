@@ -8,36 +8,54 @@ export interface IgnoreTree {
   [token: string]: IgnoreTree | true;
 }
 
+/** Object keys repeat across objects (name, value, …): quote each once. */
+const quotedKeys = new Map<string, string>();
+function quote(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (quotedKeys.size < 10_000) quotedKeys.set(key, quoted);
+  }
+  return quoted;
+}
+
 /**
  * Canonical JSON: sorted keys, and the generic rule that absent, null, {} and [] are
  * equal (object members whose value is empty are dropped, recursively). Returns
- * undefined for an empty value. Ignored members are left out.
+ * undefined for an empty value. Ignored members are left out. This runs on every
+ * admission request, so it builds one string in one walk.
  */
 export function canonicalJson(value: unknown, ignore?: IgnoreTree): string | undefined {
   if (value === null || value === undefined) return undefined;
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+    case 'boolean':
+      return JSON.stringify(value);
+    default:
+      break;
+  }
   if (Array.isArray(value)) {
     if (value.length === 0) return undefined;
-    let out = '[';
+    let out = '';
     for (let i = 0; i < value.length; i++) {
-      const sub = ignore?.[String(i)];
+      const sub = ignore === undefined ? undefined : ignore[String(i)];
       if (sub === true) continue;
-      if (out.length > 1) out += ',';
-      out += canonicalJson(value[i], sub) ?? 'null';
+      out += (out ? ',' : '[') + (canonicalJson(value[i], sub) ?? 'null');
     }
-    return out === '[' ? undefined : `${out}]`;
+    return out ? `${out}]` : undefined;
   }
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value).sort();
-    let out = '{';
-    for (const key of keys) {
-      const sub = ignore?.[key];
-      if (sub === true) continue;
-      const member = canonicalJson(value[key], sub);
-      if (member === undefined) continue;
-      if (out.length > 1) out += ',';
-      out += `${JSON.stringify(key)}:${member}`;
-    }
-    return out === '{' ? undefined : `${out}}`;
+  if (!isPlainObject(value)) return JSON.stringify(value);
+  const keys = Object.keys(value);
+  if (keys.length > 1) keys.sort();
+  let out = '';
+  for (const key of keys) {
+    const sub = ignore === undefined ? undefined : ignore[key];
+    if (sub === true) continue;
+    const member = canonicalJson(value[key], sub);
+    if (member === undefined) continue;
+    out += (out ? ',' : '{') + quote(key) + ':' + member;
   }
-  return JSON.stringify(value);
+  return out ? `${out}}` : undefined;
 }

@@ -131,26 +131,32 @@ export type PatchOp =
   | { op: 'add' | 'replace' | 'test'; path: string; value: unknown }
   | { op: 'remove'; path: string };
 
+/**
+ * Appends the pointers at which `a` and `b` differ, under the canonical-JSON equality
+ * (absent, null, {} and [] are equal). One walk over both trees: O(size).
+ */
 function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string[], out: string[]): void {
-  const ca = canonicalJson(a, ignore);
-  const cb = canonicalJson(b, ignore);
-  if (ca === cb) return;
+  if (a === b) return;
   if (isPlainObject(a) && isPlainObject(b)) {
-    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    for (const key in a) {
       const sub = ignore?.[key];
-      if (sub === true) continue;
-      diff(a[key], b[key], sub, [...at, key], out);
+      if (sub !== true) diff(a[key], b[key], sub, [...at, key], out);
+    }
+    for (const key in b) {
+      const sub = ignore?.[key];
+      if (sub !== true && !(key in a)) diff(undefined, b[key], sub, [...at, key], out);
     }
     return;
   }
   if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
-    a.forEach((item, i) => {
+    for (let i = 0; i < a.length; i++) {
       const sub = ignore?.[String(i)];
-      if (sub !== true) diff(item, b[i], sub, [...at, String(i)], out);
-    });
+      if (sub !== true) diff(a[i], b[i], sub, [...at, String(i)], out);
+    }
     return;
   }
-  out.push(formatPointer(at));
+  // Different shapes or values: equal only when both are empty, or they serialize alike.
+  if (canonicalJson(a, ignore) !== canonicalJson(b, ignore)) out.push(formatPointer(at));
 }
 
 /** A deep copy of `canonical` where each ignored pointer carries the value from `incoming`. */

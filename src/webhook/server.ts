@@ -6,9 +6,10 @@ import type { AdmissionRequest } from './admission-types.js';
 import { decide, type DecisionContext } from './decide.js';
 import type { Decision, Webhook } from './decision.js';
 import { BadReviewError, parseReview, reviewResponse } from './review.js';
+import { HttpError, jsonBody } from './body.js';
 
-/** Largest AdmissionReview body accepted; the apiserver's own request limit is 3 MiB. */
-export const MAX_BODY = '3mb';
+/** Largest AdmissionReview body accepted (3 MiB, the apiserver's own request limit). */
+export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
 export interface WebhookServerOptions {
   tls: { key: string | Buffer; cert: string | Buffer };
@@ -20,8 +21,13 @@ export interface WebhookServerOptions {
   onDecided?: (req: AdmissionRequest, decision: Decision, webhook: Webhook) => void;
 }
 
+function sendJson(res: Response, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
 function sendError(res: Response, code: number, message: string): void {
-  res.status(code).json({ error: message });
+  sendJson(res, code, { error: message });
 }
 
 export function createWebhookApp(options: WebhookServerOptions): express.Express {
@@ -42,7 +48,7 @@ export function createWebhookApp(options: WebhookServerOptions): express.Express
       return;
     }
     const decision = decide(request, webhook, options.decisionContext());
-    res.json(reviewResponse(request.uid, decision));
+    sendJson(res, 200, reviewResponse(request.uid, decision));
     timer();
     metrics.admissionRequests.inc({
       webhook,
@@ -58,9 +64,9 @@ export function createWebhookApp(options: WebhookServerOptions): express.Express
   };
 
   // Parsed on the admission routes only: a body sent anywhere else is never read.
-  const jsonBody = express.json({ limit: MAX_BODY, type: () => true, strict: false });
-  app.post('/mutate', jsonBody, admit('mutate'));
-  app.post('/validate', jsonBody, admit('validate'));
+  const body = jsonBody(MAX_BODY_BYTES);
+  app.post('/mutate', body, admit('mutate'));
+  app.post('/validate', body, admit('validate'));
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok');
   });
@@ -78,14 +84,12 @@ export function createWebhookApp(options: WebhookServerOptions): express.Express
       sendError(res, 404, `no such path: ${req.path}`);
     }
   });
-  // Body-parser errors (bad JSON, too large) and anything unexpected: a JSON error, never a crash.
-  app.use((err: Error & { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
-    const code = err.type === 'entity.too.large' ? 413 : err.status && err.status < 500 ? err.status : 500;
+  // Body errors (bad JSON, too large) and anything unexpected: a JSON error, never a crash.
+  app.use((err: Error, _req: Request, res: Response, _next: NextFunction) => {
+    const code = err instanceof HttpError ? err.status : 500;
     metrics.admissionErrors.inc({ code: String(code) });
     if (code === 500) logger.error('admission handler failed', { error: err.stack ?? String(err) });
-    const message =
-      code === 413 ? `body larger than ${MAX_BODY}` : err.type === 'entity.parse.failed' ? `body is not valid JSON: ${err.message}` : err.message;
-    sendError(res, code, message);
+    sendError(res, code, code === 500 ? 'internal error' : err.message);
   });
   return app;
 }

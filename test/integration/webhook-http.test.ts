@@ -81,7 +81,7 @@ describe('bad input gets a clear error and changes nothing', () => {
     const big = JSON.stringify({ ...valid(), padding: 'x'.repeat(3 * 1024 * 1024 + 10) });
     const reply = await server.request('POST', '/validate', big);
     expect(reply.status).toBe(413);
-    expect(reply.json<{ error: string }>().error).toMatch(/larger than 3mb/);
+    expect(reply.json<{ error: string }>().error).toMatch(/larger than 3145728 bytes/);
     await expectStillAnswers();
   });
 

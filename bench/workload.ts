@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+
+const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../../test/fixtures/admission/${name}.json`, import.meta.url), 'utf8'));
+
+/** Helm parameters that grow an Application's JSON to about `bytes`. */
+function parametersFor(object: Record<string, any>, bytes: number): Array<{ name: string; value: string }> {
+  const parameters: Array<{ name: string; value: string }> = [];
+  const grown = { ...object, spec: { ...object.spec, source: { ...object.spec.source, helm: { parameters } } } };
+  for (let i = 0; JSON.stringify(grown).length < bytes; i++) {
+    parameters.push({ name: `service.replicas.component${i}`, value: `value-${i}-${'x'.repeat(24)}` });
+  }
+  return parameters;
+}
+
+/**
+ * AdmissionReview bodies with ~`bytes`-long Applications, from the real captures:
+ * an untrusted spec change (denied, with the changed pointers worked out) and a trusted
+ * update (stamped).
+ */
+export function workload(bytes: number) {
+  const untrusted = fixture('alice-update-spec');
+  // The same parameters on both sides: alice changes one field (targetRevision) of a large spec.
+  const parameters = parametersFor(untrusted.request.object, bytes);
+  untrusted.request.object.spec.source.helm = { parameters };
+  untrusted.request.oldObject.spec.source.helm = { parameters: structuredClone(parameters) };
+  const trusted = structuredClone(untrusted);
+  trusted.request.userInfo = { username: 'system:serviceaccount:argocd:argocd-agent-agent', groups: ['system:authenticated'] };
+  return {
+    objectBytes: JSON.stringify(untrusted.request.object).length,
+    untrustedUpdate: JSON.stringify(untrusted),
+    trustedUpdate: JSON.stringify(trusted),
+  };
+}
+
+export const benchConfig = `trust:
+  users: [system:serviceaccount:argocd:argocd-agent-agent]
+resources:
+  - group: argoproj.io
+    resource: applications
+    mode: enforce
+    normalizer: argocd-application
+store:
+  type: memory
+`;
