@@ -3,10 +3,20 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createCA, createServingCert, ensureServingMaterial } from './certs/index.js';
 import type { Config } from './config/index.js';
-import { KubeClient } from './kube/index.js';
+import { EventRecorder, KubeClient } from './kube/index.js';
 import { createLogger, type Logger, type LogLevel } from './log/index.js';
 import { createMetricsServer, Metrics } from './metrics/index.js';
-import { CanonicalCache, Policy, Stamper, stamperFromFile, stamperFromSecret } from './sync/index.js';
+import {
+  CanonicalCache,
+  createStore,
+  LeaderElector,
+  objectKey,
+  Policy,
+  Stamper,
+  stamperFromFile,
+  stamperFromSecret,
+  Watcher,
+} from './sync/index.js';
 import {
   createWebhookServer,
   renderWebhookConfigurations,
@@ -30,6 +40,9 @@ export interface RuntimeOptions {
   webhookUrl?: string;
   register: boolean;
   logLevel: LogLevel;
+  leaseDurationSeconds: number;
+  /** Leader election identity (default: host, pid and a random suffix). */
+  identity?: string;
 }
 
 export interface Runtime {
@@ -116,6 +129,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
           return { ...createServingCert(ca, hosts), caBundle: ca.cert };
         })();
 
+  const store = createStore(o.standalone ? { ...o.config.store, type: 'memory' } : o.config.store, kube, o.namespace, logger.error);
+
   let ready = false;
   const decisionContext = { policy, canonical: cache, stamper };
   const server = createWebhookServer({
@@ -124,6 +139,12 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     metrics,
     logger,
     isReady: () => ready,
+    recordTombstone: async (req) => {
+      const key = objectKey(req.resource.group, req.resource.resource, req.namespace, req.name ?? '');
+      const tombstone = { uid: req.oldObject?.metadata?.uid, at: new Date().toISOString() };
+      cache.recordTombstone(key, tombstone);
+      await store.addTombstone(key, tombstone);
+    },
   });
   const metricsServer = createMetricsServer(metrics, () => ready);
   const webhookPort = await listen(server, o.port, o.bindAddress, 'webhook');
@@ -142,6 +163,27 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     registrar = new WebhookRegistrar(kube, desired, metrics, logger);
     await registrar.start();
   }
+
+  let watcher: Watcher | undefined;
+  let elector: LeaderElector | undefined;
+  if (kube) {
+    const events = new EventRecorder(kube, o.identity ?? 'spec-guard', (err) => logger.warn('event not recorded', { error: err.message }));
+    elector = new LeaderElector(
+      kube,
+      { namespace: o.namespace, name: 'spec-guard', leaseDurationSeconds: o.leaseDurationSeconds, identity: o.identity },
+      logger,
+      (leading) => {
+        metrics.leader.set(leading ? 1 : 0);
+        watcher?.onLeadershipChange(leading);
+      },
+    );
+    watcher = new Watcher({ kube, policy, cache, store, stamper, metrics, logger, events, isLeader: () => elector!.isLeader });
+    // The stored canonical values are loaded before the first list, so drift made while
+    // spec-guard was down is reverted now; leadership may come a moment later, and then
+    // everything is examined again.
+    await watcher.start();
+    elector.start();
+  }
   ready = true;
   logger.info('spec-guard ready', {
     webhookPort,
@@ -150,6 +192,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     selfUser,
     config: o.configFile,
     registered: Boolean(registrar),
+    store: store.description,
+    identity: elector?.identity,
   });
 
   return {
@@ -159,6 +203,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       ready = false;
       logger.info('shutting down: draining in-flight requests', { reason });
       registrar?.stop();
+      await watcher?.stop();
+      await elector?.stop();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           server.closeAllConnections();

@@ -24,6 +24,8 @@ Flags:
   --service-name NAME     Service in front of spec-guard, for registration (default: spec-guard)
   --webhook-url URL       register this URL base instead of the Service (/mutate, /validate appended)
   --no-register           leave the webhook configurations to someone else
+  --lease-duration S      leader lease, seconds; a new leader takes over within it (default 15)
+  --identity NAME         leader election identity (default: the pod name, else host-pid-random)
   --log-level LEVEL       debug, info, warn or error (default: from the configuration)`;
 
 function podNamespace(): string | undefined {
@@ -50,6 +52,8 @@ export async function serve(argv: string[]): Promise<number> {
     'service-name': { type: 'string' },
     'webhook-url': { type: 'string' },
     'no-register': { type: 'boolean' },
+    'lease-duration': { type: 'string' },
+    identity: { type: 'string' },
     'log-level': { type: 'string' },
   });
   if (flags.help) {
@@ -73,6 +77,8 @@ export async function serve(argv: string[]): Promise<number> {
     }
     if (url.protocol !== 'https:') throw new UsageError('--webhook-url must be an https:// URL (the apiserver calls webhooks over TLS)');
   }
+  const leaseDuration = Number(flags['lease-duration'] ?? 15);
+  if (!Number.isInteger(leaseDuration) || leaseDuration < 3) throw new UsageError('--lease-duration: expected whole seconds, at least 3');
   const config = loadConfig(flags.config);
   const options: RuntimeOptions = {
     config,
@@ -90,6 +96,8 @@ export async function serve(argv: string[]): Promise<number> {
     webhookUrl: flags['webhook-url'],
     register: !flags['no-register'],
     logLevel: (logLevel as RuntimeOptions['logLevel']) ?? config.logLevel,
+    leaseDurationSeconds: leaseDuration,
+    identity: flags.identity ?? process.env.POD_NAME,
   };
   const runtime = await startRuntime(options);
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

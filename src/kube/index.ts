@@ -1,3 +1,4 @@
 export { KubeClient, KubeError, isNotFound, isConflict, type RequestOptions } from './client.js';
 export { readSecret, readOrCreateSecret, decodeSecretData, encodeSecretData, secretPath, type Secret } from './secrets.js';
 export { Reflector, type ReflectorHandlers, type ReflectorOptions, type ListedObject } from './reflector.js';
+export { EventRecorder, type InvolvedObject } from './events.js';

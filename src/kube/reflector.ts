@@ -32,6 +32,7 @@ export class Reflector<T extends ListedObject> {
   private abort = new AbortController();
   private stopped = false;
   private synced = false;
+  private relistRequested = false;
 
   constructor(
     private readonly kube: KubeClient,
@@ -78,6 +79,13 @@ export class Reflector<T extends ListedObject> {
 
   stop(): void {
     this.stopped = true;
+    this.abort.abort();
+  }
+
+  /** Lists again now (the handlers see every object anew), then resumes watching. */
+  resync(): void {
+    this.relistRequested = true;
+    this.resourceVersion = undefined;
     this.abort.abort();
   }
 
@@ -136,6 +144,10 @@ export class Reflector<T extends ListedObject> {
       );
     } catch (err) {
       if (this.stopped) return;
+      if (this.relistRequested) {
+        this.relistRequested = false;
+        return;
+      }
       if (silent) throw new Error(`watch ${this.options.path}: silent for ${silenceMs} ms`);
       throw err;
     } finally {

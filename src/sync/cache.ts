@@ -3,7 +3,11 @@ import type { GuardedValues } from './guarded-view.js';
 /** The canonical (source-of-truth) state of one guarded object. */
 export interface CanonicalEntry {
   viewHash: string;
-  values: GuardedValues;
+  /**
+   * The guarded values as JSON text. Kept serialized: parsed objects take several times
+   * the memory, and only the rare deny, rewrite and revert paths need them.
+   */
+  valuesJson: string;
   /** Stamp annotation that vouches for `values`. */
   stamp: string;
   resourceVersion: string;
@@ -13,6 +17,8 @@ export interface CanonicalEntry {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
+
+export const entryValues = (entry: CanonicalEntry): GuardedValues => JSON.parse(entry.valuesJson) as GuardedValues;
 
 /** What admission needs of the cache: read only. */
 export interface CanonicalLookup {

@@ -2,8 +2,14 @@ export { GuardedView, sha256, type GuardedValues, type View, type PatchOp } from
 export { canonicalJson } from './canonical-json.js';
 export { normalizers, argocdApplication, type Normalizer } from './normalizers.js';
 export { Stamper, STAMP_ANNOTATION, STAMP_POINTER } from './stamp.js';
-export { CanonicalCache, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './cache.js';
+export { CanonicalCache, entryValues, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './cache.js';
 export { Policy, type Rule, type UserInfo } from './policy.js';
 export { objectKey } from './object-key.js';
 export { parsePointer, formatPointer, getAt, isPlainObject } from './pointer.js';
 export { stamperFromFile, stamperFromSecret, STAMP_KEY_SECRET } from './stamp-key.js';
+export { createStore, MemoryStore, FileStore, SecretStore, type CanonicalStore, type Snapshot } from './store/index.js';
+export { LeaderElector, type LeaderOptions } from './leader.js';
+export { Watcher, type WatcherDeps } from './watcher.js';
+export { observe, type Observation } from './observe.js';
+export { lastGuardedWriter } from './provenance.js';
+export { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';

@@ -1,4 +1,5 @@
 import {
+  entryValues,
   objectKey,
   STAMP_ANNOTATION,
   STAMP_POINTER,
@@ -20,7 +21,8 @@ export interface DecisionContext {
 
 interface Canonical {
   hash: string;
-  values: GuardedValues;
+  /** Lazy: only a change needs the values. */
+  values: () => GuardedValues;
   /** False when nothing vouches for it: the stored object as it is. */
   known: boolean;
 }
@@ -56,14 +58,13 @@ function setStampOps(object: KubeObject, stamp: string | undefined): PatchOp[] {
 function resolveCanonical(rule: Rule, key: string, old: KubeObject, ctx: DecisionContext): Canonical {
   const entry = ctx.canonical.get(key);
   if (entry && entry.resourceVersion === old.metadata?.resourceVersion) {
-    return { hash: entry.viewHash, values: entry.values, known: true };
+    return { hash: entry.viewHash, values: () => entryValues(entry), known: true };
   }
   const oldView = rule.view.of(old);
-  if (ctx.stamper.verify(stampOf(old), key) === oldView.hash) {
-    return { hash: oldView.hash, values: rule.view.valuesOf(old), known: true };
-  }
-  if (entry) return { hash: entry.viewHash, values: entry.values, known: true };
-  return { hash: oldView.hash, values: rule.view.valuesOf(old), known: false };
+  const oldValues = () => rule.view.valuesOf(old);
+  if (ctx.stamper.verify(stampOf(old), key) === oldView.hash) return { hash: oldView.hash, values: oldValues, known: true };
+  if (entry) return { hash: entry.viewHash, values: () => entryValues(entry), known: true };
+  return { hash: oldView.hash, values: oldValues, known: false };
 }
 
 function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: string, ctx: DecisionContext): Decision {
@@ -84,7 +85,7 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
   const stampChanged = stampOf(object) !== stampOf(old);
   if (!stampChanged && rule.view.of(object).hash === canonical.hash) return { kind: 'allow', reason: 'unchanged' };
 
-  const changed = rule.view.changedPointers(canonical.values, object);
+  const changed = rule.view.changedPointers(canonical.values(), object);
   if (stampChanged) changed.push(STAMP_POINTER);
   const what = describe(req, object);
   const unknownNote = canonical.known ? '' : ' (no canonical value is known yet; compared with the stored object)';
@@ -102,7 +103,7 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
     return {
       kind: 'allow',
       reason: 'rewritten',
-      patch: [...rule.view.restoreOps(canonical.values, object), ...(stampChanged ? setStampOps(object, stampOf(old)) : [])],
+      patch: [...rule.view.restoreOps(canonical.values(), object), ...(stampChanged ? setStampOps(object, stampOf(old)) : [])],
       warnings: [`spec-guard: ${sourceOfTruth}; your change to ${listPointers(changed)} was undone${unknownNote}`],
     };
   }

@@ -17,8 +17,11 @@ export interface WebhookServerOptions {
   metrics: Metrics;
   logger: Logger;
   isReady: () => boolean;
-  /** Side effects of a decision (tombstones, events); never called for dryRun requests. */
-  onDecided?: (req: AdmissionRequest, decision: Decision, webhook: Webhook) => void;
+  /**
+   * Records a trusted delete durably before it is admitted (never for dryRun). A failure
+   * refuses the delete: admitting it without a tombstone would get the object recreated.
+   */
+  recordTombstone?: (req: AdmissionRequest) => Promise<void>;
 }
 
 function sendJson(res: Response, code: number, body: unknown): void {
@@ -36,7 +39,7 @@ export function createWebhookApp(options: WebhookServerOptions): express.Express
   app.disable('x-powered-by');
   app.disable('etag');
 
-  const admit = (webhook: Webhook) => (req: Request, res: Response) => {
+  const admit = (webhook: Webhook) => async (req: Request, res: Response) => {
     const timer = metrics.admissionLatency.startTimer({ webhook });
     let request: AdmissionRequest;
     try {
@@ -47,7 +50,19 @@ export function createWebhookApp(options: WebhookServerOptions): express.Express
       sendError(res, 400, err.message);
       return;
     }
-    const decision = decide(request, webhook, options.decisionContext());
+    let decision = decide(request, webhook, options.decisionContext());
+    if (decision.kind === 'allow' && decision.tombstone && !request.dryRun && options.recordTombstone) {
+      try {
+        await options.recordTombstone(request);
+      } catch (err) {
+        logger.error('could not record the tombstone of a trusted delete; refusing it', { uid: request.uid, error: (err as Error).message });
+        decision = {
+          kind: 'deny',
+          changed: [],
+          message: `spec-guard could not record this delete (${(err as Error).message}); retry it. A delete spec-guard does not know of would be undone.`,
+        };
+      }
+    }
     sendJson(res, 200, reviewResponse(request.uid, decision));
     timer();
     metrics.admissionRequests.inc({
@@ -60,7 +75,6 @@ export function createWebhookApp(options: WebhookServerOptions): express.Express
       metrics.driftDetected.inc({ source: 'admission', resource: `${request.resource.resource}.${request.resource.group}` });
     }
     logDecision(logger, webhook, request, decision);
-    if (!request.dryRun) options.onDecided?.(request, decision, webhook);
   };
 
   // Parsed on the admission routes only: a body sent anywhere else is never read.

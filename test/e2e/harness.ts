@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { KubeClient, KubeError } from '../../src/kube/index.js';
 import { startCli, type Daemon } from '../helpers/cli.js';
 import { e2eState as state } from './state.js';
 
@@ -50,10 +51,10 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
@@ -123,3 +124,30 @@ export function agentApply(name: string, namespace: string, spec: Record<string,
 
 export const targetRevision = (name: string, namespace: string): string =>
   getJson(['application', '-n', namespace, name]).spec.source.targetRevision as string;
+
+let adminClient: KubeClient | undefined;
+/** A REST client as the admin, for fast polling (kubectl takes ~100 ms per call). */
+export async function admin(): Promise<KubeClient> {
+  adminClient ??= await KubeClient.load(state().adminKubeconfig);
+  return adminClient;
+}
+
+export async function readApplication(namespace: string, name: string): Promise<Record<string, any> | undefined> {
+  try {
+    return await (await admin()).request<Record<string, any>>('GET', `/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications/${name}`);
+  } catch (err) {
+    if (err instanceof KubeError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+/** Polls until the Application's targetRevision is `expected`; returns how long that took. */
+export async function waitForRevision(namespace: string, name: string, expected: string, timeoutMs = 5000): Promise<number> {
+  const started = Date.now();
+  await waitFor(`${namespace}/${name} targetRevision ${expected}`, async () => (await readApplication(namespace, name))?.spec?.source?.targetRevision === expected, timeoutMs, 20);
+  return Date.now() - started;
+}
+
+export function eventsFor(namespace: string, name: string, reason: string): Array<Record<string, any>> {
+  return getJson<{ items: Array<Record<string, any>> }>(['events', '-n', namespace, '--field-selector', `involvedObject.name=${name},reason=${reason}`]).items;
+}

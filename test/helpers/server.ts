@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createCA, createServingCert } from '../../src/certs/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { Metrics } from '../../src/metrics/index.js';
-import { createWebhookServer, type WebhookServerOptions } from '../../src/webhook/index.js';
+import { createWebhookServer, type AdmissionRequest } from '../../src/webhook/index.js';
 import { context, type TestContext } from './admission.js';
 
 export interface Reply {
@@ -18,7 +18,10 @@ export interface RunningServer {
   ca: string;
   t: TestContext;
   metrics: Metrics;
-  decided: Parameters<NonNullable<WebhookServerOptions['onDecided']>>[];
+  /** Requests whose tombstone was recorded. */
+  tombstones: AdmissionRequest[];
+  /** Makes the next tombstone write fail. */
+  failTombstones: boolean;
   request(method: string, path: string, body?: string | Buffer, headers?: Record<string, string>): Promise<Reply>;
   close(): Promise<void>;
 }
@@ -29,24 +32,28 @@ export async function startServer(rule?: string): Promise<RunningServer> {
   const tls = createServingCert(ca, ['localhost', '127.0.0.1']);
   const t = context(rule);
   const metrics = new Metrics(false);
-  const decided: RunningServer['decided'] = [];
+  const tombstones: AdmissionRequest[] = [];
   const server = createWebhookServer({
     tls,
     decisionContext: () => t.ctx,
     metrics,
     logger: createLogger('error', () => {}),
     isReady: () => true,
-    onDecided: (...args) => decided.push(args),
+    recordTombstone: async (req) => {
+      if (running.failTombstones) throw new Error('store unavailable');
+      tombstones.push(req);
+    },
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
   const agent = new https.Agent({ ca: ca.cert, keepAlive: true });
-  return {
+  const running: RunningServer = {
     port,
     ca: ca.cert,
     t,
     metrics,
-    decided,
+    tombstones,
+    failTombstones: false,
     request: (method, path, body, headers = {}) =>
       new Promise((resolve, reject) => {
         const req = https.request({ host: '127.0.0.1', port, method, path, agent, headers: { 'content-type': 'application/json', ...headers } });
@@ -69,4 +76,5 @@ export async function startServer(rule?: string): Promise<RunningServer> {
         server.close(() => r());
       }),
   };
+  return running;
 }

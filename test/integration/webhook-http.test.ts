@@ -39,15 +39,29 @@ describe('admission over HTTPS', () => {
     expect(reply.json()).toMatchObject({ response: { uid: body.request.uid, allowed: false, status: { code: 403, reason: 'Forbidden' } } });
   });
 
-  it('runs side effects for real requests only, never for dryRun', async () => {
+  it('records the tombstone of a trusted delete before admitting it, never for dryRun', async () => {
     const del = review('alice-delete');
     del.request.userInfo = { username: 'system:serviceaccount:argocd:argocd-agent-agent' };
-    const before = server.decided.length;
-    await server.request('POST', '/validate', JSON.stringify({ ...del, request: { ...del.request, dryRun: true } }));
-    expect(server.decided.length).toBe(before);
+    const before = server.tombstones.length;
+    const dry = await server.request('POST', '/validate', JSON.stringify({ ...del, request: { ...del.request, dryRun: true } }));
+    expect(dry.json()).toMatchObject({ response: { allowed: true } });
+    expect(server.tombstones.length).toBe(before);
     await server.request('POST', '/validate', JSON.stringify(del));
-    expect(server.decided.length).toBe(before + 1);
-    expect(server.decided.at(-1)![1]).toEqual({ kind: 'allow', reason: 'trusted', tombstone: true });
+    expect(server.tombstones.length).toBe(before + 1);
+    expect(server.tombstones.at(-1)!.uid).toBe(del.request.uid);
+  });
+
+  it('refuses a trusted delete whose tombstone cannot be recorded', async () => {
+    const del = review('alice-delete');
+    del.request.userInfo = { username: 'system:serviceaccount:argocd:argocd-agent-agent' };
+    server.failTombstones = true;
+    try {
+      const reply = await server.request('POST', '/validate', JSON.stringify(del));
+      expect(reply.json()).toMatchObject({ response: { allowed: false, status: { code: 403 } } });
+      expect(reply.json<{ response: { status: { message: string } } }>().response.status.message).toContain('could not record this delete (store unavailable)');
+    } finally {
+      server.failTombstones = false;
+    }
   });
 
   it('serves /healthz and /readyz', async () => {
@@ -69,11 +83,11 @@ describe('bad input gets a clear error and changes nothing', () => {
   ];
 
   it.each(cases)('%s → %d', async (_name, body, status, message) => {
-    const before = server.decided.length;
+    const before = server.tombstones.length;
     const reply = await server.request('POST', '/validate', typeof body === 'function' ? body() : body);
     expect(reply.status).toBe(status);
     expect(reply.json<{ error: string }>().error).toMatch(message);
-    expect(server.decided.length).toBe(before);
+    expect(server.tombstones.length).toBe(before);
     await expectStillAnswers();
   });
 

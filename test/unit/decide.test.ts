@@ -232,7 +232,7 @@ describe('canonical value', () => {
     // Canonical: targetRevision v2 (what alice now writes); stored oldObject drifted to HEAD.
     t.cache.set(keyOf(request), {
       viewHash: rule.view.of(request.object).hash,
-      values: rule.view.valuesOf(request.object),
+      valuesJson: JSON.stringify(rule.view.valuesOf(request.object)),
       stamp: '',
       resourceVersion: 'older',
       uid: request.object!.metadata!.uid as string,
@@ -249,7 +249,7 @@ describe('canonical value', () => {
     setTargetRevision(stale, 'ancient');
     t.cache.set(keyOf(request), {
       viewHash: rule.view.of(stale).hash,
-      values: rule.view.valuesOf(stale),
+      valuesJson: JSON.stringify(rule.view.valuesOf(stale)),
       stamp: '',
       resourceVersion: 'stale',
       uid: 'u',

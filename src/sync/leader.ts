@@ -1,0 +1,134 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { isConflict, isNotFound, type KubeClient } from '../kube/index.js';
+import type { Logger } from '../log/index.js';
+
+interface Lease {
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  spec: {
+    holderIdentity?: string | null;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+}
+
+/** MicroTime: RFC 3339 with exactly six fractional digits. */
+const microTime = (d: Date) => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+
+export interface LeaderOptions {
+  namespace: string;
+  name: string;
+  leaseDurationSeconds: number;
+  identity?: string;
+}
+
+/**
+ * Leader election on a coordination.k8s.io Lease, as client-go does it: expiry is
+ * judged by when this replica last saw the lease change (not by the holder's clock),
+ * the leader renews every third of the lease and steps down when it could not renew
+ * for two thirds of it, and a leader that stops cleanly hands the lease back at once.
+ */
+export class LeaderElector {
+  readonly identity: string;
+  private leading = false;
+  private timer: NodeJS.Timeout | undefined;
+  private observed: { record: string; at: number } | undefined;
+  private lastRenew = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly kube: KubeClient,
+    private readonly options: LeaderOptions,
+    private readonly logger: Logger,
+    private readonly onChange: (leading: boolean) => void,
+  ) {
+    this.identity = options.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  private get path(): string {
+    return `/apis/coordination.k8s.io/v1/namespaces/${this.options.namespace}/leases`;
+  }
+
+  private setLeading(leading: boolean): void {
+    if (leading === this.leading) return;
+    this.leading = leading;
+    this.logger.info(leading ? 'became the leader' : 'stopped leading', { lease: `${this.options.namespace}/${this.options.name}`, identity: this.identity });
+    this.onChange(leading);
+  }
+
+  private desired(previous?: Lease): Lease {
+    const now = microTime(new Date());
+    const takingOver = previous?.spec.holderIdentity !== this.identity;
+    return {
+      metadata: { name: this.options.name, namespace: this.options.namespace, resourceVersion: previous?.metadata.resourceVersion },
+      spec: {
+        holderIdentity: this.identity,
+        leaseDurationSeconds: this.options.leaseDurationSeconds,
+        acquireTime: takingOver ? now : previous?.spec.acquireTime,
+        renewTime: now,
+        leaseTransitions: (previous?.spec.leaseTransitions ?? 0) + (takingOver && previous ? 1 : 0),
+      },
+    };
+  }
+
+  /** One round: create, renew or take over the lease when we may. */
+  async tryAcquireOrRenew(): Promise<void> {
+    const durationMs = this.options.leaseDurationSeconds * 1000;
+    let lease: Lease | undefined;
+    try {
+      lease = await this.kube.request<Lease>('GET', `${this.path}/${this.options.name}`, { timeoutMs: durationMs / 3 });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    if (!lease) {
+      await this.kube.request('POST', this.path, { body: this.desired() });
+      this.lastRenew = Date.now();
+      return this.setLeading(true);
+    }
+    const record = JSON.stringify(lease.spec);
+    if (this.observed?.record !== record) this.observed = { record, at: Date.now() };
+    const holder = lease.spec.holderIdentity;
+    const expired = !holder || this.observed.at + (lease.spec.leaseDurationSeconds ?? 15) * 1000 < Date.now();
+    if (holder !== this.identity && !expired) return this.setLeading(false);
+    await this.kube.request('PUT', `${this.path}/${this.options.name}`, { body: this.desired(lease), timeoutMs: durationMs / 3 });
+    this.lastRenew = Date.now();
+    this.setLeading(true);
+  }
+
+  start(): void {
+    const every = (this.options.leaseDurationSeconds * 1000) / 3;
+    const round = async () => {
+      try {
+        await this.tryAcquireOrRenew();
+      } catch (err) {
+        if (!isConflict(err)) this.logger.warn('leader election round failed', { error: (err as Error).message });
+        // A leader that cannot renew steps down before its lease can be taken over.
+        if (this.leading && Date.now() - this.lastRenew > (this.options.leaseDurationSeconds * 2000) / 3) this.setLeading(false);
+      }
+      if (!this.stopped) this.timer = setTimeout(round, every);
+    };
+    void round();
+  }
+
+  /** Stops; a leader releases the lease so that another replica takes over at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (!this.leading) return;
+    this.setLeading(false);
+    try {
+      const lease = await this.kube.request<Lease>('GET', `${this.path}/${this.options.name}`, { timeoutMs: 2000 });
+      if (lease.spec.holderIdentity !== this.identity) return;
+      lease.spec.holderIdentity = null;
+      await this.kube.request('PUT', `${this.path}/${this.options.name}`, { body: lease, timeoutMs: 2000 });
+    } catch (err) {
+      this.logger.warn('could not release the lease', { error: (err as Error).message });
+    }
+  }
+}

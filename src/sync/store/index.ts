@@ -1,0 +1,27 @@
+import type { Config } from '../../config/index.js';
+import type { KubeClient } from '../../kube/index.js';
+import { FileStore } from './file-store.js';
+import { MemoryStore } from './memory-store.js';
+import { SecretStore } from './secret-store.js';
+import type { CanonicalStore } from './types.js';
+
+export type { CanonicalStore, Snapshot } from './types.js';
+export { MemoryStore, FileStore, SecretStore };
+
+/** The store the configuration names; `secret` needs a cluster. */
+export function createStore(
+  config: Config['store'],
+  kube: KubeClient | undefined,
+  namespace: string,
+  report: (msg: string, fields: Record<string, unknown>) => void,
+): CanonicalStore {
+  switch (config.type) {
+    case 'memory':
+      return new MemoryStore();
+    case 'file':
+      return new FileStore(config.path, report);
+    case 'secret':
+      if (!kube) throw new Error('store.type secret needs a cluster; use file or memory with --standalone');
+      return new SecretStore(kube, namespace, config.secretName);
+  }
+}

@@ -1,0 +1,32 @@
+import type { CanonicalEntry, Tombstone } from '../cache.js';
+import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
+
+/** Keeps nothing beyond the process: for tests and --standalone. */
+export class MemoryStore implements CanonicalStore {
+  readonly description = 'memory (lost on restart)';
+  private readonly state: Snapshot = emptySnapshot();
+
+  async load(): Promise<Snapshot> {
+    return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones) };
+  }
+
+  async saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void> {
+    for (const key of changed) {
+      const entry = entries.get(key);
+      if (entry) this.state.entries.set(key, entry);
+      else this.state.entries.delete(key);
+    }
+  }
+
+  async addTombstone(key: string, tombstone: Tombstone): Promise<void> {
+    this.state.tombstones.set(key, tombstone);
+  }
+
+  async removeTombstone(key: string): Promise<void> {
+    this.state.tombstones.delete(key);
+  }
+
+  async readTombstone(key: string): Promise<Tombstone | undefined> {
+    return this.state.tombstones.get(key);
+  }
+}

@@ -1,0 +1,25 @@
+import type { CanonicalEntry, Tombstone } from '../cache.js';
+
+/** What a store keeps: the canonical entries and the tombstones of trusted deletes. */
+export interface Snapshot {
+  entries: Map<string, CanonicalEntry>;
+  tombstones: Map<string, Tombstone>;
+}
+
+/**
+ * Durable home of the canonical cache. Only the leader writes entries; any replica
+ * records a tombstone (a trusted delete admitted by it), durably before it answers.
+ */
+export interface CanonicalStore {
+  /** For logs and `spec-guard status`, e.g. "file /var/lib/spec-guard/state.json". */
+  readonly description: string;
+  load(): Promise<Snapshot>;
+  /** Persists the entries whose keys are in `changed` (absent from `entries`: removed). */
+  saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void>;
+  addTombstone(key: string, tombstone: Tombstone): Promise<void>;
+  removeTombstone(key: string): Promise<void>;
+  /** A fresh read: another replica may have recorded it a moment ago. */
+  readTombstone(key: string): Promise<Tombstone | undefined>;
+}
+
+export const emptySnapshot = (): Snapshot => ({ entries: new Map(), tombstones: new Map() });

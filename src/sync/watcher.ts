@@ -1,0 +1,350 @@
+import { EventRecorder, KubeError, Reflector, type KubeClient } from '../kube/index.js';
+import type { Logger } from '../log/index.js';
+import type { Metrics } from '../metrics/index.js';
+import type { KubeObject } from '../webhook/admission-types.js';
+import { entryValues, type CanonicalCache, type CanonicalEntry } from './cache.js';
+import type { PatchOp } from './guarded-view.js';
+import { KeyedQueue } from './keyed-queue.js';
+import { objectKey } from './object-key.js';
+import { observe } from './observe.js';
+import { parsePointer } from './pointer.js';
+import type { Policy, Rule } from './policy.js';
+import { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';
+import { STAMP_ANNOTATION, STAMP_POINTER, type Stamper } from './stamp.js';
+import type { CanonicalStore } from './store/index.js';
+
+export interface WatcherDeps {
+  kube: KubeClient;
+  policy: Policy;
+  cache: CanonicalCache;
+  store: CanonicalStore;
+  stamper: Stamper;
+  metrics: Metrics;
+  logger: Logger;
+  events: EventRecorder;
+  isLeader: () => boolean;
+  /** A watch silent this long is restarted (default 60 s). */
+  silenceMs?: number;
+}
+
+interface WatchedResource {
+  group: string;
+  version: string;
+  resource: string;
+  reflector: Reflector<KubeObject>;
+}
+
+const FIELD_MANAGER = 'spec-guard';
+const MAX_BACKOFF_MS = 10_000;
+const STORE_FLUSH_MS = 100;
+
+const isRetryableConflict = (err: unknown) => err instanceof KubeError && (err.status === 409 || err.status === 422);
+const isGone = (err: unknown) => err instanceof KubeError && err.status === 404;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function setAt(root: Record<string, unknown>, tokens: string[], value: unknown): void {
+  let node = root;
+  tokens.forEach((token, i) => {
+    if (i === tokens.length - 1) node[token] = value;
+    else node = (node[token] ??= {}) as Record<string, unknown>;
+  });
+}
+
+function stampOps(object: KubeObject, stamp: string): PatchOp[] {
+  if (object.metadata?.annotations?.[STAMP_ANNOTATION] === stamp) return [];
+  if (!object.metadata?.annotations) return [{ op: 'add', path: '/metadata/annotations', value: { [STAMP_ANNOTATION]: stamp } }];
+  return [{ op: 'add', path: STAMP_POINTER, value: stamp }];
+}
+
+/**
+ * The second line of defence: watches every guarded resource, keeps the canonical cache
+ * (which admission reads) warm on every replica, and — on the leader only — reverts
+ * drift that bypassed admission, recreates objects deleted without a tombstone, re-stamps
+ * trusted unstamped writes and persists the cache.
+ */
+export class Watcher {
+  private readonly resources: WatchedResource[] = [];
+  private readonly queue: KeyedQueue;
+  private dirty = new Set<string>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly d: WatcherDeps) {
+    this.queue = new KeyedQueue((key, err) => d.logger.error('watch handler failed', { key, error: (err as Error).stack }));
+  }
+
+  /** Loads the store, then lists every guarded resource; resolves once all are listed. */
+  async start(): Promise<void> {
+    const snapshot = await this.d.store.load();
+    for (const [key, entry] of snapshot.entries) this.d.cache.set(key, entry);
+    for (const [key, tombstone] of snapshot.tombstones) this.d.cache.recordTombstone(key, tombstone);
+    this.d.logger.info('canonical state loaded', { store: this.d.store.description, entries: snapshot.entries.size, tombstones: snapshot.tombstones.size });
+
+    const seen = new Set<string>();
+    for (const rule of this.d.policy.rules) {
+      const { group, version, resource } = rule.config;
+      const id = `${group}/${version}/${resource}`;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const reflector = new Reflector<KubeObject>(
+        this.d.kube,
+        { path: collectionPath(group, version, resource), silenceMs: this.d.silenceMs },
+        {
+          onList: (items) => this.onList(group, resource, items),
+          onEvent: (type, object) => this.onEvent(group, resource, version, type, object, Date.now()),
+          onRestart: (reason) => {
+            this.d.metrics.watchRestarts.inc({ resource: `${resource}.${group}` });
+            this.d.logger.warn('watch restarted', { resource: `${resource}.${group}`, reason });
+          },
+        },
+      );
+      this.resources.push({ group, version, resource, reflector });
+    }
+    await Promise.all(this.resources.map((r) => r.reflector.start()));
+  }
+
+  /** Stops watching; a leader first writes what it has not stored yet. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const r of this.resources) r.reflector.stop();
+    clearTimeout(this.flushTimer);
+    await this.flush();
+  }
+
+  /** A new leader re-examines everything and rewrites the store. */
+  onLeadershipChange(leading: boolean): void {
+    if (!leading) return;
+    for (const key of this.d.cache.keys()) this.dirty.add(key);
+    this.scheduleFlush();
+    for (const r of this.resources) r.reflector.resync();
+  }
+
+  private ruleFor(group: string, resource: string, object: KubeObject): Rule | undefined {
+    const rule = this.d.policy.match(group, resource, object.metadata?.namespace, [object.metadata?.labels]);
+    return rule && rule.mode !== 'off' ? rule : undefined;
+  }
+
+  private keyOf(group: string, resource: string, object: KubeObject): string {
+    return objectKey(group, resource, object.metadata?.namespace, object.metadata?.name ?? '');
+  }
+
+  private onList(group: string, resource: string, items: KubeObject[]): void {
+    const version = this.resources.find((r) => r.group === group && r.resource === resource)?.version ?? '';
+    const present = new Set(items.map((o) => this.keyOf(group, resource, o)));
+    // Known objects missing from a fresh list were deleted while the watch was not looking.
+    const prefix = `${group}/${resource}/`;
+    for (const key of [...this.d.cache.keys()]) {
+      if (!key.startsWith(prefix) || present.has(key)) continue;
+      const entry = this.d.cache.get(key)!;
+      const { namespace, name } = parseObjectKey(key);
+      const ghost: KubeObject = { apiVersion: entry.apiVersion, kind: entry.kind, metadata: { name, namespace: namespace || undefined, labels: entry.labels } };
+      this.onEvent(group, resource, version, 'DELETED', ghost, Date.now());
+    }
+    for (const item of items) this.onEvent(group, resource, version, 'ADDED', item, Date.now());
+  }
+
+  private onEvent(group: string, resource: string, version: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject, seenAt: number): void {
+    const rule = this.ruleFor(group, resource, object);
+    if (!rule) return;
+    const key = this.keyOf(group, resource, object);
+    const ref = { group, resource, version, key, rule };
+    this.queue.push(key, () => (type === 'DELETED' ? this.handleDeleted(ref) : this.handle(ref, object, seenAt, 0)));
+  }
+
+  private markDirty(key: string): void {
+    if (!this.d.isLeader()) return;
+    this.dirty.add(key);
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer || this.stopped) return;
+    this.flushTimer = setTimeout(() => void this.flush(), STORE_FLUSH_MS);
+  }
+
+  private async flush(): Promise<void> {
+    this.flushTimer = undefined;
+    if (!this.d.isLeader() || this.dirty.size === 0) return;
+    const changed = this.dirty;
+    this.dirty = new Set();
+    const entries = new Map<string, CanonicalEntry>();
+    for (const key of this.d.cache.keys()) entries.set(key, this.d.cache.get(key)!);
+    try {
+      await this.d.store.saveEntries(entries, changed);
+    } catch (err) {
+      this.d.metrics.storeErrors.inc({ operation: 'save' });
+      this.d.logger.error('saving the canonical state failed; retrying', { store: this.d.store.description, error: (err as Error).message });
+      for (const key of changed) this.dirty.add(key);
+      setTimeout(() => this.scheduleFlush(), 2000).unref();
+    }
+    const counts = new Map<string, number>();
+    for (const key of entries.keys()) {
+      const { group, resource } = parseObjectKey(key);
+      counts.set(`${resource}.${group}`, (counts.get(`${resource}.${group}`) ?? 0) + 1);
+    }
+    for (const [resource, count] of counts) this.d.metrics.canonicalObjects.set({ resource }, count);
+  }
+
+  private async patch(ref: Ref, object: KubeObject, ops: PatchOp[]): Promise<KubeObject> {
+    const meta = object.metadata!;
+    return this.d.kube.request<KubeObject>('PATCH', objectPath(ref.group, ref.version, ref.resource, meta.namespace, meta.name!), {
+      body: [{ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion }, ...ops],
+      contentType: 'application/json-patch+json',
+      query: { fieldManager: FIELD_MANAGER },
+      timeoutMs: 10_000,
+    });
+  }
+
+  /** Re-reads the object and decides again: a concurrent write (trusted or not) is never clobbered. */
+  private async reread(ref: Ref, seenAt: number, attempt: number): Promise<void> {
+    let fresh: KubeObject;
+    try {
+      const meta = parseObjectKey(ref.key);
+      fresh = await this.d.kube.request<KubeObject>('GET', objectPath(ref.group, ref.version, ref.resource, meta.namespace, meta.name));
+    } catch (err) {
+      if (isGone(err)) return;
+      throw err;
+    }
+    await this.handle(ref, fresh, seenAt, attempt);
+  }
+
+  private async handle(ref: Ref, object: KubeObject, seenAt: number, attempt: number): Promise<void> {
+    const { key, rule } = ref;
+    const obs = observe(object, rule, key, this.d.cache.get(key), this.d.stamper, this.d.policy.fieldManagers);
+    const leader = this.d.isLeader();
+    switch (obs.kind) {
+      case 'ignore':
+        return;
+      case 'unknown':
+        this.d.logger.debug('no canonical value known; leaving the object alone', { key, lastWriter: obs.by });
+        return;
+      case 'learn': {
+        const previous = this.d.cache.get(key);
+        this.d.cache.set(key, obs.entry);
+        if (!previous || previous.viewHash !== obs.entry.viewHash) this.markDirty(key);
+        if (this.d.cache.tombstone(key)) {
+          // A trusted write brought the object back: the earlier delete no longer applies.
+          this.d.cache.clearTombstone(key);
+          if (leader) await this.d.store.removeTombstone(key);
+        }
+        if (obs.restamp && leader) await this.tryPatch(ref, object, stampOps(object, obs.entry.stamp), seenAt, attempt, 'restamp');
+        return;
+      }
+      case 'in-sync':
+        this.d.cache.set(key, obs.entry);
+        if (obs.restoreStamp && leader && rule.mode !== 'warn') {
+          await this.tryPatch(ref, object, stampOps(object, obs.entry.stamp), seenAt, attempt, 'stamp');
+        }
+        return;
+      case 'drift': {
+        if (attempt === 0) this.d.metrics.driftDetected.inc({ source: 'watch', resource: `${ref.resource}.${ref.group}` });
+        const who = obs.by ? ` by field manager ${obs.by}` : '';
+        const pointers = obs.changed.join(', ');
+        const involved = this.involved(object);
+        if (rule.mode === 'warn') {
+          if (leader) this.d.events.record(involved, 'Warning', 'SpecDriftDetected', `Untrusted change${who} to ${pointers}; left in place (warn mode)`);
+          return;
+        }
+        if (!leader) return;
+        const ops = [...rule.view.restoreOps(entryValues(obs.entry), object), ...stampOps(object, obs.entry.stamp)];
+        if (await this.tryPatch(ref, object, ops, seenAt, attempt, 'revert')) {
+          this.d.metrics.reverts.inc({ resource: `${ref.resource}.${ref.group}`, result: 'reverted' });
+          this.d.metrics.revertLatency.observe((Date.now() - seenAt) / 1000);
+          this.d.events.record(involved, 'Warning', 'SpecDriftReverted', `Reverted an untrusted change${who} to ${pointers}: it is owned by the source of truth`);
+          this.d.logger.info('drift reverted', { key, changed: obs.changed, lastWriter: obs.by, ms: Date.now() - seenAt });
+        }
+        return;
+      }
+    }
+  }
+
+  /**
+   * Patches with a resourceVersion test. On a conflict, re-reads and decides again; on
+   * other errors, retries with capped exponential backoff. True when this patch landed.
+   */
+  private async tryPatch(ref: Ref, object: KubeObject, ops: PatchOp[], seenAt: number, attempt: number, what: string): Promise<boolean> {
+    if (ops.length === 0) return false;
+    try {
+      await this.patch(ref, object, ops);
+      return true;
+    } catch (err) {
+      if (isGone(err)) return false;
+      if (!isRetryableConflict(err)) {
+        if (what === 'revert') this.d.metrics.reverts.inc({ resource: `${ref.resource}.${ref.group}`, result: 'error' });
+        this.d.logger.warn(`${what} failed; retrying`, { key: ref.key, attempt, error: (err as Error).message });
+        await sleep(Math.min(100 * 2 ** attempt, MAX_BACKOFF_MS));
+      }
+      if (this.stopped) return false;
+      await this.reread(ref, seenAt, attempt + 1);
+      return false;
+    }
+  }
+
+  private involved(object: KubeObject) {
+    return {
+      apiVersion: object.apiVersion ?? '',
+      kind: object.kind ?? '',
+      name: object.metadata?.name ?? '',
+      namespace: object.metadata?.namespace,
+      uid: object.metadata?.uid,
+    };
+  }
+
+  private async handleDeleted(ref: Ref): Promise<void> {
+    const { key, rule } = ref;
+    const entry = this.d.cache.get(key);
+    if (!entry) return;
+    // The admitting replica may be another one: its tombstone is in the store.
+    let tombstone = this.d.cache.tombstone(key);
+    if (!tombstone) {
+      try {
+        tombstone = await this.d.store.readTombstone(key);
+      } catch (err) {
+        this.d.metrics.storeErrors.inc({ operation: 'read-tombstone' });
+        throw err;
+      }
+    }
+    if (tombstone || rule.config.deletes === 'allow' || rule.mode === 'warn') {
+      this.d.cache.delete(key);
+      this.markDirty(key);
+      this.d.logger.info('guarded object deleted', { key, by: tombstone ? 'trusted (tombstone)' : `allowed by the rule (${rule.mode}, deletes: ${rule.config.deletes})` });
+      return;
+    }
+    if (!this.d.isLeader()) return;
+    await this.recreate(ref, entry, 0);
+  }
+
+  private async recreate(ref: Ref, entry: CanonicalEntry, attempt: number): Promise<void> {
+    const { namespace, name } = parseObjectKey(ref.key);
+    const body: Record<string, unknown> = {
+      apiVersion: entry.apiVersion,
+      kind: entry.kind,
+      metadata: { name, ...(namespace ? { namespace } : {}), labels: entry.labels, annotations: entry.annotations },
+    };
+    for (const [pointer, value] of Object.entries(entryValues(entry))) setAt(body, parsePointer(pointer), value);
+    try {
+      const created = await this.d.kube.request<KubeObject>('POST', collectionPath(ref.group, ref.version, ref.resource, namespace || undefined), {
+        body,
+        query: { fieldManager: FIELD_MANAGER },
+        timeoutMs: 10_000,
+      });
+      this.d.metrics.recreates.inc({ resource: `${ref.resource}.${ref.group}`, result: 'recreated' });
+      this.d.events.record(this.involved(created), 'Warning', 'DeletedObjectRecreated', 'Recreated from the canonical copy: it was deleted outside admission by someone other than the source of truth');
+      this.d.logger.info('deleted object recreated', { key: ref.key });
+    } catch (err) {
+      if (err instanceof KubeError && err.status === 409) return; // already back
+      this.d.metrics.recreates.inc({ resource: `${ref.resource}.${ref.group}`, result: 'error' });
+      this.d.logger.warn('recreate failed; retrying', { key: ref.key, attempt, error: (err as Error).message });
+      await sleep(Math.min(100 * 2 ** attempt, MAX_BACKOFF_MS));
+      if (!this.stopped && this.d.isLeader()) await this.recreate(ref, entry, attempt + 1);
+    }
+  }
+}
+
+interface Ref {
+  group: string;
+  resource: string;
+  version: string;
+  key: string;
+  rule: Rule;
+}

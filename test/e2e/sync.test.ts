@@ -1,0 +1,229 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { STAMP_ANNOTATION } from '../../src/sync/index.js';
+import { runCli } from '../helpers/cli.js';
+import {
+  AGENT,
+  ALICE,
+  CONTROLLER,
+  agentApply,
+  eventsFor,
+  kubectl,
+  kubectlOk,
+  readApplication,
+  startSpecGuard,
+  state,
+  unregister,
+  waitFor,
+  waitForRevision,
+  type SpecGuard,
+} from './harness.js';
+
+jest.setTimeout(120_000);
+
+const NS = 'argocd';
+const dir = mkdtempSync(join(tmpdir(), 'spec-guard-sync-'));
+
+function configWithStore(name: string, store: string): string {
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(
+    file,
+    `resources:\n  - group: argoproj.io\n    resource: applications\n    namespaces: [${NS}]\n    normalizer: argocd-application\nstore:\n${store}\n`,
+  );
+  return file;
+}
+
+const fileConfig = configWithStore('file', `  type: file\n  path: ${join(dir, 'state.json')}`);
+const secretConfig = configWithStore('secret', '  type: secret\n  secretName: spec-guard-e2e-state');
+const running: SpecGuard[] = [];
+
+async function start(config: string, extra: string[] = []): Promise<SpecGuard> {
+  const sg = await startSpecGuard(config, ['--lease-duration', '3', ...extra]);
+  running.push(sg);
+  return sg;
+}
+
+async function stopAll(): Promise<void> {
+  await Promise.all(running.splice(0).map((sg) => sg.stop()));
+  // The lease of a stopped leader is released; a killed one's lease runs out in 3 s.
+  kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+}
+
+const alicePatch = (name: string, revision: string) =>
+  kubectlOk(ALICE, ['patch', 'application', '-n', NS, name, '--type=merge', '-p', JSON.stringify({ spec: { source: { targetRevision: revision } } })]);
+
+/** Scenario 7: the application-controller writes status in a loop during the whole file. */
+const controllerLoop = { stop: false, writes: 0, failures: [] as string[], done: Promise.resolve() };
+function startControllerLoop(name: string): void {
+  const once = () =>
+    new Promise<void>((resolve) => {
+      const child = spawn('kubectl', [...CONTROLLER, 'patch', 'application', '-n', NS, name, '--type=merge', '-p', JSON.stringify({ status: { reconciledAt: new Date().toISOString(), sync: { status: 'Synced' } } })], {
+        env: { ...process.env, KUBECONFIG: state().adminKubeconfig },
+      });
+      let err = '';
+      child.stderr.on('data', (c) => (err += c));
+      child.on('exit', (code) => {
+        controllerLoop.writes++;
+        if (code !== 0 && !/not found/.test(err)) controllerLoop.failures.push(err);
+        resolve();
+      });
+    });
+  controllerLoop.done = (async () => {
+    while (!controllerLoop.stop) {
+      await once();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+}
+
+beforeAll(() => {
+  unregister();
+  kubectl([], ['delete', 'applications', '--all', '-n', NS]);
+  kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+  agentApply('sync-status-loop', NS);
+  startControllerLoop('sync-status-loop');
+});
+
+afterAll(async () => {
+  await stopAll();
+  unregister();
+  controllerLoop.stop = true;
+  await controllerLoop.done;
+  kubectl([], ['delete', 'applications', '--all', '-n', NS, '--wait=false']);
+});
+
+describe('the watcher reverts what bypassed admission', () => {
+  it('1. with no webhook registered, alice’s kubectl patch is reverted within 1 s, with an Event', async () => {
+    const sg = await start(fileConfig, ['--no-register']);
+    await sg.waitForLog(/became the leader/);
+    agentApply('sync-one', NS);
+    await waitFor('the agent’s write stamped', async () => (await readApplication(NS, 'sync-one'))?.metadata?.annotations?.[STAMP_ANNOTATION]);
+    alicePatch('sync-one', 'evil');
+    const ms = await waitForRevision(NS, 'sync-one', 'HEAD', 1000);
+    expect(ms).toBeLessThan(1000);
+    await waitFor('the SpecDriftReverted event', () => eventsFor(NS, 'sync-one', 'SpecDriftReverted').length > 0, 10_000, 250);
+    const [event] = eventsFor(NS, 'sync-one', 'SpecDriftReverted');
+    expect(event!.message).toContain('/spec/source/targetRevision');
+    expect(event!.message).toContain('kubectl-patch');
+  });
+
+  it('2. the agent’s write without a webhook is accepted as canonical, never reverted; alice’s later change is reverted to it', async () => {
+    agentApply('sync-two', NS);
+    agentApply('sync-two', NS, { source: { repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: 'v2', path: 'guestbook' } });
+    await waitFor('the agent’s write re-stamped', async () => {
+      const app = await readApplication(NS, 'sync-two');
+      return app?.spec.source.targetRevision === 'v2' && app.metadata.managedFields.some((m: { manager: string }) => m.manager === 'spec-guard');
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await readApplication(NS, 'sync-two'))!.spec.source.targetRevision).toBe('v2');
+    alicePatch('sync-two', 'evil');
+    expect(await waitForRevision(NS, 'sync-two', 'v2', 1000)).toBeLessThan(1000);
+  });
+
+  it('3. a change made while spec-guard was stopped is reverted when it starts again with the same file store', async () => {
+    agentApply('sync-three', NS);
+    await waitFor('stamped', async () => (await readApplication(NS, 'sync-three'))?.metadata?.annotations?.[STAMP_ANNOTATION]);
+    await stopAll();
+    alicePatch('sync-three', 'while-down');
+    expect((await readApplication(NS, 'sync-three'))!.spec.source.targetRevision).toBe('while-down');
+    const sg = await start(fileConfig, ['--no-register']);
+    await sg.waitForLog(/canonical state loaded.*"entries":[1-9]/);
+    expect(await waitForRevision(NS, 'sync-three', 'HEAD', 10_000)).toBeLessThan(10_000);
+  });
+
+  it('4. alice’s delete behind admission is undone; the agent’s delete through admission is final, also across a restart', async () => {
+    await stopAll();
+    const sg = await start(fileConfig);
+    await sg.waitForLog(/became the leader/);
+    agentApply('sync-four-alice', NS);
+    agentApply('sync-four-agent', NS);
+    await waitFor('stamped', async () => (await readApplication(NS, 'sync-four-alice'))?.metadata?.annotations?.[STAMP_ANNOTATION]);
+    // Behind admission: the configurations are gone for a moment (as after a bad uninstall).
+    await sg.stop();
+    running.splice(running.indexOf(sg), 1);
+    unregister();
+    const uid = (await readApplication(NS, 'sync-four-alice'))!.metadata.uid;
+    kubectlOk(ALICE, ['delete', 'application', '-n', NS, 'sync-four-alice']);
+    const back = await start(fileConfig);
+    await waitFor('sync-four-alice recreated', async () => {
+      const app = await readApplication(NS, 'sync-four-alice');
+      return app && app.metadata.uid !== uid;
+    });
+    expect((await readApplication(NS, 'sync-four-alice'))!.spec.source.targetRevision).toBe('HEAD');
+    await waitFor('the recreate event', () => eventsFor(NS, 'sync-four-alice', 'DeletedObjectRecreated').length > 0, 10_000, 250);
+    // Through admission: the agent’s delete records a tombstone first.
+    kubectlOk(AGENT, ['delete', 'application', '-n', NS, 'sync-four-agent']);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await readApplication(NS, 'sync-four-agent')).toBeUndefined();
+    await back.stop();
+    running.splice(running.indexOf(back), 1);
+    const again = await start(fileConfig);
+    await again.waitForLog(/became the leader/);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await readApplication(NS, 'sync-four-agent')).toBeUndefined();
+    await stopAll();
+    unregister();
+  });
+
+  it('5. two replicas with the secret store: A admits, leader B reverts; B dies and A reverts the next one', async () => {
+    const b = await start(secretConfig, ['--no-register', '--identity', 'replica-b']);
+    await b.waitForLog(/became the leader/);
+    const a = await start(secretConfig, ['--no-register', '--identity', 'replica-a']);
+    // Register replica A only, as a GitOps install would, from `spec-guard manifests`.
+    const ca = Buffer.from(kubectlOk([], ['get', 'secret', '-n', 'spec-guard', 'spec-guard-tls', '-o', 'jsonpath={.data.ca\\.crt}']), 'base64');
+    writeFileSync(join(dir, 'ca.crt'), ca);
+    const manifests = runCli(['manifests', '--config', secretConfig, '--webhook-url', `https://127.0.0.1:${a.webhookPort}`, '--ca-bundle-file', join(dir, 'ca.crt')]);
+    expect(manifests.code).toBe(0);
+    kubectlOk([], ['apply', '-f', '-'], { input: manifests.stdout });
+    agentApply('sync-five', NS);
+    await waitFor('replica A stamped the agent’s write', async () => (await readApplication(NS, 'sync-five'))?.metadata?.annotations?.[STAMP_ANNOTATION]);
+    expect(a.logs()).not.toMatch(/became the leader/);
+    // alice bypasses admission: the configurations are removed first.
+    unregister();
+    alicePatch('sync-five', 'evil-1');
+    expect(await waitForRevision(NS, 'sync-five', 'HEAD', 2000)).toBeLessThan(2000);
+    await waitFor('B logged the revert', () => /drift reverted.*sync-five/.test(b.logs()), 5000);
+    expect(a.logs()).not.toMatch(/drift reverted/);
+    await b.stop('SIGKILL');
+    await a.waitForLog(/became the leader/, 15_000);
+    alicePatch('sync-five', 'evil-2');
+    expect(await waitForRevision(NS, 'sync-five', 'HEAD', 2000)).toBeLessThan(2000);
+    await waitFor('A logged the revert', () => /drift reverted.*sync-five/.test(a.logs()), 5000);
+    await stopAll();
+  });
+
+  it('6. a trusted write racing a revert is never lost', async () => {
+    const sg = await start(fileConfig, ['--no-register']);
+    await sg.waitForLog(/became the leader/);
+    agentApply('sync-six', NS);
+    for (let i = 0; i < 8; i++) {
+      const revision = `agent-${i}`;
+      const alice = new Promise<void>((resolve) => {
+        const child = spawn('kubectl', [...ALICE, 'patch', 'application', '-n', NS, 'sync-six', '--type=merge', '-p', JSON.stringify({ spec: { source: { targetRevision: `alice-${i}` } } })], {
+          env: { ...process.env, KUBECONFIG: state().adminKubeconfig },
+        });
+        child.on('exit', () => resolve());
+      });
+      agentApply('sync-six', NS, { source: { repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: revision, path: 'guestbook' } });
+      await alice;
+      // Whatever the order, once things settle the agent's write stands: either it came last,
+      // or alice's came last and was reverted to the agent's.
+      await waitForRevision(NS, 'sync-six', revision, 5000);
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await readApplication(NS, 'sync-six'))!.spec.source.targetRevision).toBe(revision);
+    }
+  });
+
+  it('7. the application-controller’s status writes went on throughout: never blocked, never reverted', async () => {
+    controllerLoop.stop = true;
+    await controllerLoop.done;
+    expect(controllerLoop.failures).toEqual([]);
+    expect(controllerLoop.writes).toBeGreaterThan(20);
+    const app = await readApplication(NS, 'sync-status-loop');
+    expect(app!.status.sync.status).toBe('Synced');
+    expect(eventsFor(NS, 'sync-status-loop', 'SpecDriftReverted')).toEqual([]);
+  });
+});
