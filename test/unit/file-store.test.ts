@@ -1,0 +1,59 @@
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { FileStore, type CanonicalEntry } from '../../src/sync/index.js';
+
+const entry = (hash: string): CanonicalEntry => ({
+  viewHash: hash,
+  valuesJson: '{"/spec":{"a":1}}',
+  stamp: `v1.${hash}.x`,
+  resourceVersion: '7',
+  uid: 'u',
+  apiVersion: 'argoproj.io/v1alpha1',
+  kind: 'Application',
+});
+
+describe('file store', () => {
+  it('round-trips entries and tombstones through the file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
+    const path = join(dir, 'nested', 'state.json');
+    const store = new FileStore(path, () => {});
+    await store.load();
+    const entries = new Map([['g/r/ns/a', entry('a'.repeat(64))], ['g/r/ns/b', entry('b'.repeat(64))]]);
+    await store.saveEntries(entries, new Set(entries.keys()));
+    await store.addTombstone('g/r/ns/gone', { uid: 'x', at: '2026-12-02T00:00:00Z' });
+    entries.delete('g/r/ns/b');
+    await store.saveEntries(entries, new Set(['g/r/ns/b']));
+
+    const reloaded = await new FileStore(path, () => {}).load();
+    expect([...reloaded.entries.keys()]).toEqual(['g/r/ns/a']);
+    expect(reloaded.entries.get('g/r/ns/a')).toEqual(entry('a'.repeat(64)));
+    expect(reloaded.tombstones.get('g/r/ns/gone')).toEqual({ uid: 'x', at: '2026-12-02T00:00:00Z' });
+    // Written by rename: no temporary file is left behind.
+    expect(readdirSync(join(dir, 'nested'))).toEqual(['state.json']);
+  });
+
+  it('moves a corrupt file aside, reports it, and trusts none of it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
+    const path = join(dir, 'state.json');
+    writeFileSync(path, '{"format":"spec-guard/canonical-state/v1","entries":{"k":{"viewHash":');
+    const reports: Array<[string, Record<string, unknown>]> = [];
+    const snapshot = await new FileStore(path, (msg, fields) => reports.push([msg, fields])).load();
+    expect(snapshot.entries.size).toBe(0);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]![0]).toContain('corrupt');
+    const aside = readdirSync(dir).find((f) => f.startsWith('state.json.corrupt-'));
+    expect(aside).toBeDefined();
+    expect(readFileSync(join(dir, aside!), 'utf8')).toContain('"entries"');
+  });
+
+  it('refuses a readable file of another format', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
+    const path = join(dir, 'state.json');
+    writeFileSync(path, JSON.stringify({ entries: { k: { viewHash: 1 } } }));
+    const reports: string[] = [];
+    expect((await new FileStore(path, (m) => reports.push(m)).load()).entries.size).toBe(0);
+    expect(reports).toHaveLength(1);
+  });
+});
