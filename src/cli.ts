@@ -4,6 +4,7 @@ import { UsageError } from './commands/args.js';
 import { checkConfig, checkConfigHelp } from './commands/check-config.js';
 import { manifests, manifestsHelp } from './commands/manifests.js';
 import { serve, serveHelp } from './commands/serve.js';
+import { status, statusHelp } from './commands/status.js';
 
 const help = `spec-guard: keeps the guarded paths (.spec) of synced objects equal to their source of truth.
 
@@ -13,6 +14,7 @@ Commands:
   serve          run the admission webhook (and, with a cluster, the watcher)
   check-config   validate a configuration file and print the effective policy
   manifests      print the webhook configurations for a configuration, as YAML
+  status         show every guarded object's state, the leader and the store
 
 Run 'spec-guard <command> --help' for the flags of a command.`;
 
@@ -21,6 +23,7 @@ const commands: Record<string, { run: Command; help: string }> = {
   serve: { run: serve, help: serveHelp },
   'check-config': { run: checkConfig, help: checkConfigHelp },
   manifests: { run: manifests, help: manifestsHelp },
+  status: { run: status, help: statusHelp },
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -178,11 +178,12 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       },
     );
     watcher = new Watcher({ kube, policy, cache, store, stamper, metrics, logger, events, isLeader: () => elector!.isLeader });
-    // The stored canonical values are loaded before the first list, so drift made while
-    // spec-guard was down is reverted now; leadership may come a moment later, and then
-    // everything is examined again.
+    // One election round first, so that a replica that leads from the start acts on its
+    // first list. The stored canonical values are loaded before that list, so drift made
+    // while spec-guard was down is reverted at start; a replica that becomes leader later
+    // examines everything again then.
+    await elector.start();
     await watcher.start();
-    elector.start();
   }
   ready = true;
   logger.info('spec-guard ready', {

@@ -19,6 +19,8 @@ export interface RequestOptions {
   query?: Record<string, string | undefined>;
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Extra request headers (e.g. Impersonate-User). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -58,7 +60,7 @@ export class KubeClient {
   private open(method: string, path: string, options: RequestOptions): http.ClientRequest {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    const headers: Record<string, string> = { ...(this.base.headers as Record<string, string>), accept: 'application/json' };
+    const headers: Record<string, string> = { ...(this.base.headers as Record<string, string>), accept: 'application/json', ...options.headers };
     if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
     const transport = url.protocol === 'https:' ? https : http;
     return transport.request(url, { ...this.base, method, headers, agent: this.agent, signal: options.signal, timeout: options.timeoutMs });
@@ -97,9 +99,15 @@ export class KubeClient {
    * A watch stream: calls `onLine` with each JSON event; resolves when the server ends
    * the stream, rejects on errors. Abort `signal` to stop.
    */
-  stream(path: string, query: Record<string, string | undefined>, onLine: (event: unknown) => void, signal: AbortSignal): Promise<void> {
+  stream(
+    path: string,
+    query: Record<string, string | undefined>,
+    onLine: (event: unknown) => void,
+    signal: AbortSignal,
+    headers?: Record<string, string>,
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const req = this.open('GET', path, { query, signal });
+      const req = this.open('GET', path, { query, signal, headers });
       req.on('error', reject);
       req.on('response', (res) => {
         if ((res.statusCode ?? 0) >= 300) {

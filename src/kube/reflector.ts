@@ -6,8 +6,11 @@ export interface ListedObject {
 }
 
 export interface ReflectorHandlers<T extends ListedObject> {
-  /** After each (re)list: the complete current set. */
-  onList(items: T[]): void;
+  /**
+   * Each page of a (re)list, in order; `last` is true on the final page. Pages keep the
+   * memory of a large list to one page at a time.
+   */
+  onListPage(items: T[], last: boolean): void;
   onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void;
   /** A watch ended abnormally and is being restarted. */
   onRestart?(reason: string): void;
@@ -20,6 +23,8 @@ export interface ReflectorOptions {
   /** A watch with no event and no bookmark for this long is presumed stalled. */
   silenceMs?: number;
   maxBackoffMs?: number;
+  /** Objects per list page (default 500). */
+  pageSize?: number;
 }
 
 /**
@@ -90,13 +95,16 @@ export class Reflector<T extends ListedObject> {
   }
 
   private async list(): Promise<void> {
-    const query = { fieldSelector: this.options.fieldSelector };
-    const list = await this.kube.request<{ metadata: { resourceVersion: string }; items: T[] }>('GET', this.options.path, {
-      query,
-      timeoutMs: 60_000,
-    });
-    this.resourceVersion = list.metadata.resourceVersion;
-    this.handlers.onList(list.items);
+    let continueToken: string | undefined;
+    do {
+      const page = await this.kube.request<{ metadata: { resourceVersion: string; continue?: string }; items: T[] }>('GET', this.options.path, {
+        query: { fieldSelector: this.options.fieldSelector, limit: String(this.options.pageSize ?? 500), continue: continueToken },
+        timeoutMs: 60_000,
+      });
+      continueToken = page.metadata.continue || undefined;
+      this.resourceVersion = page.metadata.resourceVersion;
+      this.handlers.onListPage(page.items, !continueToken);
+    } while (continueToken);
     this.synced = true;
   }
 

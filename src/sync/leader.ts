@@ -101,8 +101,11 @@ export class LeaderElector {
     this.setLeading(true);
   }
 
-  start(): void {
+  /** Starts electing; resolves after the first round, so the caller knows whether it leads. */
+  start(): Promise<void> {
     const every = (this.options.leaseDurationSeconds * 1000) / 3;
+    let first: () => void;
+    const firstRound = new Promise<void>((r) => (first = r));
     const round = async () => {
       try {
         await this.tryAcquireOrRenew();
@@ -111,9 +114,11 @@ export class LeaderElector {
         // A leader that cannot renew steps down before its lease can be taken over.
         if (this.leading && Date.now() - this.lastRenew > (this.options.leaseDurationSeconds * 2000) / 3) this.setLeading(false);
       }
+      first();
       if (!this.stopped) this.timer = setTimeout(round, every);
     };
     void round();
+    return firstRound;
   }
 
   /** Stops; a leader releases the lease so that another replica takes over at once. */

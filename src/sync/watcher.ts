@@ -36,6 +36,7 @@ interface WatchedResource {
 
 const FIELD_MANAGER = 'spec-guard';
 const MAX_BACKOFF_MS = 10_000;
+/** Store writes wait at least this long, and at least twice as long as the last write took. */
 const STORE_FLUSH_MS = 100;
 
 const isRetryableConflict = (err: unknown) => err instanceof KubeError && (err.status === 409 || err.status === 422);
@@ -67,6 +68,8 @@ export class Watcher {
   private readonly queue: KeyedQueue;
   private dirty = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
+  private lastFlushMs = 0;
+  private flushing: Promise<void> = Promise.resolve();
   private stopped = false;
 
   constructor(private readonly d: WatcherDeps) {
@@ -90,7 +93,7 @@ export class Watcher {
         this.d.kube,
         { path: collectionPath(group, version, resource), silenceMs: this.d.silenceMs },
         {
-          onList: (items) => this.onList(group, resource, items),
+          onListPage: (items, last) => this.onListPage(group, resource, items, last),
           onEvent: (type, object) => this.onEvent(group, resource, version, type, object, Date.now()),
           onRestart: (reason) => {
             this.d.metrics.watchRestarts.inc({ resource: `${resource}.${group}` });
@@ -108,12 +111,13 @@ export class Watcher {
     this.stopped = true;
     for (const r of this.resources) r.reflector.stop();
     clearTimeout(this.flushTimer);
+    await this.flushing;
     await this.flush();
   }
 
   /** A new leader re-examines everything and rewrites the store. */
   onLeadershipChange(leading: boolean): void {
-    if (!leading) return;
+    if (!leading || this.stopped) return;
     for (const key of this.d.cache.keys()) this.dirty.add(key);
     this.scheduleFlush();
     for (const r of this.resources) r.reflector.resync();
@@ -128,11 +132,21 @@ export class Watcher {
     return objectKey(group, resource, object.metadata?.namespace, object.metadata?.name ?? '');
   }
 
-  private onList(group: string, resource: string, items: KubeObject[]): void {
+  /** Keys seen so far in the list in progress, per resource. */
+  private readonly listing = new Map<string, Set<string>>();
+
+  private onListPage(group: string, resource: string, items: KubeObject[], last: boolean): void {
     const version = this.resources.find((r) => r.group === group && r.resource === resource)?.version ?? '';
-    const present = new Set(items.map((o) => this.keyOf(group, resource, o)));
-    // Known objects missing from a fresh list were deleted while the watch was not looking.
     const prefix = `${group}/${resource}/`;
+    const present = this.listing.get(prefix) ?? new Set<string>();
+    this.listing.set(prefix, present);
+    for (const item of items) {
+      present.add(this.keyOf(group, resource, item));
+      this.onEvent(group, resource, version, 'ADDED', item, Date.now());
+    }
+    if (!last) return;
+    this.listing.delete(prefix);
+    // Known objects missing from a complete list were deleted while the watch was not looking.
     for (const key of [...this.d.cache.keys()]) {
       if (!key.startsWith(prefix) || present.has(key)) continue;
       const entry = this.d.cache.get(key)!;
@@ -140,7 +154,6 @@ export class Watcher {
       const ghost: KubeObject = { apiVersion: entry.apiVersion, kind: entry.kind, metadata: { name, namespace: namespace || undefined, labels: entry.labels } };
       this.onEvent(group, resource, version, 'DELETED', ghost, Date.now());
     }
-    for (const item of items) this.onEvent(group, resource, version, 'ADDED', item, Date.now());
   }
 
   private onEvent(group: string, resource: string, version: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject, seenAt: number): void {
@@ -159,12 +172,16 @@ export class Watcher {
 
   private scheduleFlush(): void {
     if (this.flushTimer || this.stopped) return;
-    this.flushTimer = setTimeout(() => void this.flush(), STORE_FLUSH_MS);
+    // A whole-file store rewrites everything: under churn, write less often, not more.
+    this.flushTimer = setTimeout(() => {
+      this.flushing = this.flushing.then(() => this.flush());
+    }, Math.max(STORE_FLUSH_MS, 2 * this.lastFlushMs));
   }
 
   private async flush(): Promise<void> {
     this.flushTimer = undefined;
     if (!this.d.isLeader() || this.dirty.size === 0) return;
+    const started = Date.now();
     const changed = this.dirty;
     this.dirty = new Set();
     const entries = new Map<string, CanonicalEntry>();
@@ -183,6 +200,7 @@ export class Watcher {
       counts.set(`${resource}.${group}`, (counts.get(`${resource}.${group}`) ?? 0) + 1);
     }
     for (const [resource, count] of counts) this.d.metrics.canonicalObjects.set({ resource }, count);
+    this.lastFlushMs = Date.now() - started;
   }
 
   private async patch(ref: Ref, object: KubeObject, ops: PatchOp[]): Promise<KubeObject> {

@@ -110,7 +110,7 @@ export class WebhookRegistrar {
         this.kube,
         { path: collections[kind], fieldSelector: `metadata.name=${WEBHOOK_CONFIGURATION_NAME}`, silenceMs: 30_000 },
         {
-          onList: () => this.schedule(kind),
+          onListPage: () => this.schedule(kind),
           onEvent: () => this.schedule(kind),
           onRestart: (reason) => this.logger.debug('webhook configuration watch restarted', { kind, reason }),
         },

@@ -1,0 +1,100 @@
+// Shared by the benchmarks that need a real kube-apiserver: brings up the local control
+// plane (its own name and ports, so it never collides with the tests), starts
+// spec-guard as a child process, and writes as the test identities by impersonation.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { KubeClient } from '../src/kube/index.js';
+
+export const root = fileURLToPath(new URL('../../', import.meta.url));
+const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
+
+export const AGENT = { 'Impersonate-User': 'system:serviceaccount:argocd:argocd-agent-agent' };
+export const ALICE = { 'Impersonate-User': 'alice', 'Impersonate-Group': 'developers' };
+export const APPS = '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications';
+
+const controlPlaneEnv = { ...process.env, CP_NAME: 'bench', CP_APISERVER_PORT: '36443', CP_ETCD_PORT: '32379' };
+
+export function controlPlaneUp(): { admin: string; self: string } {
+  const admin = execFileSync('bash', [`${root}scripts/control-plane.sh`, 'up'], { env: controlPlaneEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return { admin, self: admin.replace(/admin\.kubeconfig$/, 'spec-guard.kubeconfig') };
+}
+
+export function controlPlaneDown(): void {
+  execFileSync('bash', [`${root}scripts/control-plane.sh`, 'down'], { env: controlPlaneEnv, stdio: 'inherit' });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RunningSpecGuard {
+  child: ChildProcess;
+  port: number;
+  metricsPort: number;
+  /** ms from spawn to the "ready" log line. */
+  startMs: number;
+  stop(): Promise<void>;
+}
+
+export async function startSpecGuard(selfKubeconfig: string, config: string, extra: string[] = [], nodeOptions = ''): Promise<RunningSpecGuard> {
+  const port = await freePort();
+  const metricsPort = await freePort();
+  const started = Date.now();
+  const child = spawn(
+    process.execPath,
+    [cli, 'serve', '--config', config, '--kubeconfig', selfKubeconfig, '--namespace', 'spec-guard', '--bind-address', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--webhook-url', `https://127.0.0.1:${port}`, ...extra],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
+  );
+  let logs = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stderr!.on('data', (c: Buffer) => {
+      logs += c.toString();
+      if (logs.includes('"spec-guard ready"')) resolve();
+    });
+    child.on('exit', (code) => reject(new Error(`spec-guard exited (${code}):\n${logs}`)));
+  });
+  const startMs = Date.now() - started;
+  return {
+    child,
+    port,
+    metricsPort,
+    startMs,
+    stop: () =>
+      new Promise((resolve) => {
+        child.removeAllListeners('exit');
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export async function adminClient(kubeconfig: string): Promise<KubeClient> {
+  return KubeClient.load(kubeconfig);
+}
+
+export function application(name: string, spec: Record<string, unknown> = {}) {
+  return {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name, namespace: 'argocd' },
+    spec: {
+      project: 'default',
+      source: { repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: 'HEAD', path: 'guestbook' },
+      destination: { server: 'https://kubernetes.default.svc', namespace: 'guestbook' },
+      ...spec,
+    },
+  };
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,123 @@
+import { loadConfig } from '../config/index.js';
+import { isNotFound, KubeClient } from '../kube/index.js';
+import {
+  collectionPath,
+  createStore,
+  objectKey,
+  observe,
+  parseObjectKey,
+  Policy,
+  stamperFromSecret,
+} from '../sync/index.js';
+import type { KubeObject } from '../webhook/index.js';
+import { parseFlags, UsageError } from './args.js';
+
+export const statusHelp = `Usage: spec-guard status --config FILE [--kubeconfig F] [--namespace NS]
+
+Prints every guarded object with its state — in sync, drifted (with the changed
+pointers), unknown canonical, paused — then the leader and the store. Reads only.
+
+Flags:
+  --config FILE      configuration file (required)
+  --kubeconfig F     kubeconfig (default: in-cluster, $KUBECONFIG or ~/.kube/config)
+  --namespace NS     spec-guard's namespace (default: spec-guard)`;
+
+interface Row {
+  object: string;
+  state: string;
+  detail: string;
+}
+
+function table(rows: Row[]): string {
+  const width = (f: keyof Row, title: string) => Math.max(title.length, ...rows.map((r) => r[f].length));
+  const w = { object: width('object', 'OBJECT'), state: width('state', 'STATE') };
+  const line = (o: string, s: string, d: string) => `${o.padEnd(w.object)}  ${s.padEnd(w.state)}  ${d}`.trimEnd();
+  return [line('OBJECT', 'STATE', 'DETAIL'), ...rows.map((r) => line(r.object, r.state, r.detail))].join('\n');
+}
+
+export async function status(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, { config: { type: 'string' }, kubeconfig: { type: 'string' }, namespace: { type: 'string' } });
+  if (flags.help) {
+    console.log(statusHelp);
+    return 0;
+  }
+  if (!flags.config) throw new UsageError('--config FILE is required');
+  const config = loadConfig(flags.config);
+  const namespace = flags.namespace ?? 'spec-guard';
+  const kube = await KubeClient.load(flags.kubeconfig);
+  try {
+    const policy = new Policy(config);
+    const stamper = await stamperFromSecret(kube, namespace);
+    const store = createStore(config.store, kube, namespace, (msg) => console.error(`store: ${msg}`));
+    const stored = await store.load();
+    const rows: Row[] = [];
+    const seen = new Set<string>();
+    const listed = new Set<string>();
+    for (const rule of policy.rules) {
+      const { group, version, resource } = rule.config;
+      if (listed.has(`${group}/${resource}`)) continue;
+      listed.add(`${group}/${resource}`);
+      const list = await kube.request<{ items: KubeObject[] }>('GET', collectionPath(group, version, resource));
+      for (const object of list.items) {
+        const matched = policy.match(group, resource, object.metadata?.namespace, [object.metadata?.labels]);
+        if (!matched) continue;
+        const key = objectKey(group, resource, object.metadata?.namespace, object.metadata?.name ?? '');
+        seen.add(key);
+        const name = `${resource}.${group} ${object.metadata?.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata?.name}`;
+        if (matched.mode === 'off') {
+          rows.push({ object: name, state: 'paused', detail: `mode off (resources[${matched.index}])` });
+          continue;
+        }
+        const obs = observe(object, matched, key, stored.entries.get(key), stamper, policy.fieldManagers);
+        const row = { object: name, state: '', detail: '' };
+        switch (obs.kind) {
+          case 'learn':
+            Object.assign(row, { state: 'in sync', detail: obs.restamp ? 'trusted write, stamp pending' : 'stamped' });
+            break;
+          case 'in-sync':
+            Object.assign(row, { state: 'in sync', detail: obs.restoreStamp ? 'stamp missing or changed' : '' });
+            break;
+          case 'drift':
+            Object.assign(row, {
+              state: matched.mode === 'warn' ? 'drifted (warn)' : 'drifted',
+              detail: `${obs.changed.join(', ')}${obs.by ? ` by ${obs.by}` : ''}`,
+            });
+            break;
+          case 'unknown':
+            Object.assign(row, { state: 'unknown canonical', detail: obs.by ? `last written by ${obs.by}` : '' });
+            break;
+          case 'ignore':
+            Object.assign(row, { state: 'deleting', detail: '' });
+            break;
+        }
+        rows.push(row);
+      }
+    }
+    for (const key of stored.entries.keys()) {
+      if (seen.has(key)) continue;
+      const { group, resource, namespace: ns, name } = parseObjectKey(key);
+      const tombstone = stored.tombstones.get(key);
+      rows.push({
+        object: `${resource}.${group} ${ns ? `${ns}/` : ''}${name}`,
+        state: tombstone ? 'deleted' : 'missing',
+        detail: tombstone ? `by the source of truth at ${tombstone.at}` : 'to be recreated from the canonical copy',
+      });
+    }
+    console.log(table(rows));
+    let leader = 'none';
+    try {
+      const lease = await kube.request<{ spec: { holderIdentity?: string; renewTime?: string } }>(
+        'GET',
+        `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/spec-guard`,
+      );
+      leader = lease.spec.holderIdentity ? `${lease.spec.holderIdentity} (renewed ${lease.spec.renewTime})` : 'none (lease released)';
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    console.log(`\nleader: ${leader}`);
+    console.log(`store:  ${store.description}: ${stored.entries.size} canonical entries, ${stored.tombstones.size} tombstones`);
+    return 0;
+  } finally {
+    kube.close();
+  }
+}
