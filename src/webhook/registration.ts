@@ -110,7 +110,7 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
         clientConfig: clientConfig(options.endpoint, '/mutate', options.caBundle),
         rules: rulesFor(policy, ['CREATE', 'UPDATE']),
         failurePolicy: 'Fail',
-        reinvocationPolicy: 'Never',
+        reinvocationPolicy: 'IfNeeded',
         matchConditions: [isUntrusted, guardedChange],
       },
     ],
