@@ -8,6 +8,7 @@ import {
   parseObjectKey,
   Policy,
   stamperFromSecret,
+  watchScopes,
 } from '../sync/index.js';
 import type { KubeObject } from '../webhook/index.js';
 import { parseFlags, UsageError } from './args.js';
@@ -52,12 +53,8 @@ export async function status(argv: string[]): Promise<number> {
     const stored = await store.load();
     const rows: Row[] = [];
     const seen = new Set<string>();
-    const listed = new Set<string>();
-    for (const rule of policy.rules) {
-      const { group, version, resource } = rule.config;
-      if (listed.has(`${group}/${resource}`)) continue;
-      listed.add(`${group}/${resource}`);
-      const list = await kube.request<{ items: KubeObject[] }>('GET', collectionPath(group, version, resource));
+    for (const { group, version, resource, namespace: scope } of watchScopes(policy)) {
+      const list = await kube.request<{ items: KubeObject[] }>('GET', collectionPath(group, version, resource, scope));
       for (const object of list.items) {
         const matched = policy.match(group, resource, object.metadata?.namespace, [object.metadata?.labels]);
         if (!matched) continue;

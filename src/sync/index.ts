@@ -9,7 +9,7 @@ export { parsePointer, formatPointer, getAt, isPlainObject } from './pointer.js'
 export { stamperFromFile, stamperFromSecret, STAMP_KEY_SECRET } from './stamp-key.js';
 export { createStore, MemoryStore, FileStore, SecretStore, type CanonicalStore, type Snapshot } from './store/index.js';
 export { LeaderElector, type LeaderOptions } from './leader.js';
-export { Watcher, type WatcherDeps } from './watcher.js';
+export { Watcher, watchScopes, type WatcherDeps } from './watcher.js';
 export { observe, type Observation } from './observe.js';
 export { lastGuardedWriter } from './provenance.js';
 export { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';

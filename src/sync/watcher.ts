@@ -27,11 +27,37 @@ export interface WatcherDeps {
   silenceMs?: number;
 }
 
-interface WatchedResource {
+/** One list+watch: a resource, cluster-wide or in one namespace. */
+interface WatchScope {
   group: string;
   version: string;
   resource: string;
+  /** Undefined: every namespace. */
+  namespace?: string;
+}
+
+interface WatchedResource extends WatchScope {
   reflector: Reflector<KubeObject>;
+}
+
+/**
+ * The watches the policy needs: per namespace when every rule of a resource names its
+ * namespaces (so spec-guard needs no cluster-wide read, e.g. of Secrets), else one
+ * cluster-wide watch.
+ */
+export function watchScopes(policy: Policy): WatchScope[] {
+  const byResource = new Map<string, { group: string; version: string; resource: string; namespaces: Set<string> | undefined }>();
+  for (const rule of policy.rules) {
+    const { group, version, resource, namespaces } = rule.config;
+    const id = `${group}/${version}/${resource}`;
+    const current = byResource.get(id);
+    if (!current) byResource.set(id, { group, version, resource, namespaces: namespaces ? new Set(namespaces) : undefined });
+    else if (!namespaces) current.namespaces = undefined;
+    else namespaces.forEach((ns) => current.namespaces?.add(ns));
+  }
+  return [...byResource.values()].flatMap(({ namespaces, ...gvr }) =>
+    namespaces ? [...namespaces].map((namespace) => ({ ...gvr, namespace })) : [gvr],
+  );
 }
 
 const FIELD_MANAGER = 'spec-guard';
@@ -83,25 +109,22 @@ export class Watcher {
     for (const [key, tombstone] of snapshot.tombstones) this.d.cache.recordTombstone(key, tombstone);
     this.d.logger.info('canonical state loaded', { store: this.d.store.description, entries: snapshot.entries.size, tombstones: snapshot.tombstones.size });
 
-    const seen = new Set<string>();
-    for (const rule of this.d.policy.rules) {
-      const { group, version, resource } = rule.config;
-      const id = `${group}/${version}/${resource}`;
-      if (seen.has(id)) continue;
-      seen.add(id);
+    for (const scope of watchScopes(this.d.policy)) {
+      const { group, version, resource, namespace } = scope;
+      const label = `${resource}.${group}`;
       const reflector = new Reflector<KubeObject>(
         this.d.kube,
-        { path: collectionPath(group, version, resource), silenceMs: this.d.silenceMs },
+        { path: collectionPath(group, version, resource, namespace), silenceMs: this.d.silenceMs },
         {
-          onListPage: (items, last) => this.onListPage(group, resource, items, last),
+          onListPage: (items, last) => this.onListPage(scope, items, last),
           onEvent: (type, object) => this.onEvent(group, resource, version, type, object, Date.now()),
           onRestart: (reason) => {
-            this.d.metrics.watchRestarts.inc({ resource: `${resource}.${group}` });
-            this.d.logger.warn('watch restarted', { resource: `${resource}.${group}`, reason });
+            this.d.metrics.watchRestarts.inc({ resource: label });
+            this.d.logger.warn('watch restarted', { resource: label, namespace, reason });
           },
         },
       );
-      this.resources.push({ group, version, resource, reflector });
+      this.resources.push({ ...scope, reflector });
     }
     await Promise.all(this.resources.map((r) => r.reflector.start()));
   }
@@ -135,9 +158,9 @@ export class Watcher {
   /** Keys seen so far in the list in progress, per resource. */
   private readonly listing = new Map<string, Set<string>>();
 
-  private onListPage(group: string, resource: string, items: KubeObject[], last: boolean): void {
-    const version = this.resources.find((r) => r.group === group && r.resource === resource)?.version ?? '';
-    const prefix = `${group}/${resource}/`;
+  private onListPage(scope: WatchScope, items: KubeObject[], last: boolean): void {
+    const { group, resource, version } = scope;
+    const prefix = `${group}/${resource}/${scope.namespace === undefined ? '' : `${scope.namespace}/`}`;
     const present = this.listing.get(prefix) ?? new Set<string>();
     this.listing.set(prefix, present);
     for (const item of items) {
