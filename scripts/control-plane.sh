@@ -111,6 +111,10 @@ up() {
   wait_ready
   KUBECONFIG="$kubeconfig" kubectl apply --server-side -f "$root/test/e2e/crds/" -f "$root/test/e2e/fixtures/identities.yaml" >&2
   KUBECONFIG="$kubeconfig" kubectl wait --for condition=Established crd --all --timeout 60s >&2
+  # spec-guard's namespace, service account and least-privilege RBAC, as shipped. (With no
+  # scheduler or nodes here, its Deployment stays without pods: spec-guard runs locally.)
+  KUBECONFIG="$kubeconfig" kubectl kustomize "$root/manifests/overlays/managed-agent" \
+    | KUBECONFIG="$kubeconfig" kubectl apply --server-side --field-manager=spec-guard-install -f - >&2
   log "ready: export KUBECONFIG=$kubeconfig"
   echo "$kubeconfig"
 }

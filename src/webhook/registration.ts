@@ -67,6 +67,18 @@ function rulesFor(policy: Policy, operations: string[]): Record<string, unknown>
 }
 
 /**
+ * Only the namespaces the rules name, when they all name some: a webhook that fails
+ * closed must not stand in front of every Secret write of the cluster because one rule
+ * guards repository Secrets in argocd. Else every namespace but the excluded ones.
+ */
+function namespaceSelector(policy: Policy, excluded: string[]) {
+  const named = policy.rules.every((r) => r.config.namespaces);
+  if (!named) return { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: excluded }] };
+  const namespaces = [...new Set(policy.rules.flatMap((r) => r.config.namespaces!))].filter((ns) => !excluded.includes(ns));
+  return { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: namespaces }] };
+}
+
+/**
  * The MutatingWebhookConfiguration and ValidatingWebhookConfiguration for a policy:
  * trusted writers are stamped (failurePolicy Ignore: never block the source of truth);
  * untrusted writers are checked (Fail); trusted deletes record a tombstone (Fail, since
@@ -81,9 +93,7 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
     sideEffects: 'NoneOnDryRun',
     timeoutSeconds: 3,
     matchPolicy: 'Equivalent',
-    namespaceSelector: {
-      matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: options.excludedNamespaces }],
-    },
+    namespaceSelector: namespaceSelector(policy, options.excludedNamespaces),
   };
   const isTrusted = { name: 'trusted', expression: trusted };
   const isUntrusted = { name: 'untrusted', expression: `!(${trusted})` };
