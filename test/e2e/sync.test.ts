@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { STAMP_ANNOTATION } from '../../src/sync/index.js';
 import { runCli } from '../helpers/cli.js';
+import { metricValue, parsePrometheusText } from '../helpers/prometheus.js';
 import {
   AGENT,
   ALICE,
@@ -108,6 +109,14 @@ describe('the watcher reverts what bypassed admission', () => {
     const [event] = eventsFor(NS, 'sync-one', 'SpecDriftReverted');
     expect(event!.message).toContain('/spec/source/targetRevision');
     expect(event!.message).toContain('kubectl-patch');
+    // One drift, one revert, seen by Prometheus as such.
+    const samples = parsePrometheusText(await sg.metrics());
+    const resource = { resource: 'applications.argoproj.io' };
+    expect(metricValue(samples, 'spec_guard_reverts_total', { ...resource, result: 'reverted' })).toBe(1);
+    expect(metricValue(samples, 'spec_guard_drift_detected_total', { ...resource, source: 'watch' })).toBe(1);
+    expect(metricValue(samples, 'spec_guard_revert_duration_seconds_count')).toBe(1);
+    expect(metricValue(samples, 'spec_guard_revert_duration_seconds_sum')).toBeLessThan(1);
+    expect(metricValue(samples, 'spec_guard_leader')).toBe(1);
   });
 
   it('2. the agent’s write without a webhook is accepted as canonical, never reverted; alice’s later change is reverted to it', async () => {
@@ -129,6 +138,11 @@ describe('the watcher reverts what bypassed admission', () => {
     await stopAll();
     alicePatch('sync-three', 'while-down');
     expect((await readApplication(NS, 'sync-three'))!.spec.source.targetRevision).toBe('while-down');
+    const status = runCli(['status', '--config', fileConfig, '--kubeconfig', state().adminKubeconfig]);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/applications\.argoproj\.io argocd\/sync-three\s+drifted\s+\/spec\/source\/targetRevision by kubectl-patch/);
+    expect(status.stdout).toMatch(/applications\.argoproj\.io argocd\/sync-one\s+in sync/);
+    expect(status.stdout).toMatch(/^leader: none/m);
     const sg = await start(fileConfig, ['--no-register']);
     await sg.waitForLog(/canonical state loaded.*"entries":[1-9]/);
     expect(await waitForRevision(NS, 'sync-three', 'HEAD', 10_000)).toBeLessThan(10_000);

@@ -1,0 +1,72 @@
+import { describe, expect, it } from '@jest/globals';
+import { kubectl, kubectlOk } from './harness.js';
+
+const SELF = '--as=system:serviceaccount:spec-guard:spec-guard';
+const overlays = ['managed-agent', 'principal-autonomous'];
+
+describe('manifests/', () => {
+  it.each(overlays)('the %s overlay renders and the real apiserver accepts it (server-side apply)', (overlay) => {
+    const rendered = kubectlOk([], ['kustomize', `manifests/overlays/${overlay}`]);
+    for (const kind of ['Namespace', 'ServiceAccount', 'ClusterRole', 'Role', 'ConfigMap', 'Deployment', 'Service', 'PodDisruptionBudget', 'NetworkPolicy']) {
+      expect(rendered).toContain(`kind: ${kind}\n`);
+    }
+    // managed-agent is what the control plane installed for real; applying it again is a no-op.
+    // principal-autonomous would replace spec-guard's RBAC under the running suite: dry run.
+    const dryRun = overlay === 'managed-agent' ? [] : ['--dry-run=server'];
+    const applied = kubectl([], ['apply', '--server-side', '--field-manager=spec-guard-install', ...dryRun, '-f', '-'], { input: rendered });
+    expect(applied.stderr).toBe('');
+    expect(applied.code).toBe(0);
+    expect(applied.stdout).toContain('deployment.apps/spec-guard serverside-applied');
+  });
+
+  it('hardens the pod as the issue asks', () => {
+    const deployment = kubectlOk([], ['get', 'deployment', '-n', 'spec-guard', 'spec-guard', '-o', 'json']);
+    const spec = JSON.parse(deployment).spec;
+    const pod = spec.template.spec;
+    const container = pod.containers[0];
+    expect(spec.replicas).toBe(2);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(container.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(container.livenessProbe.httpGet.path).toBe('/healthz');
+    expect(container.resources.limits.memory).toBeDefined();
+    expect(pod.affinity.podAntiAffinity).toBeDefined();
+  });
+
+  const can = (verb: string, resource: string, ns?: string) =>
+    kubectl([], ['auth', 'can-i', SELF, verb, resource, ...(ns ? ['-n', ns] : [])]).stdout.trim();
+
+  it.each([
+    ['patch', 'applications.argoproj.io', 'argocd'],
+    ['create', 'applications.argoproj.io', 'argocd'],
+    ['watch', 'applications.argoproj.io', 'apps-warn'],
+    ['patch', 'appprojects.argoproj.io', 'argocd'],
+    ['get', 'secrets', 'spec-guard'],
+    ['create', 'secrets', 'spec-guard'],
+    ['update', 'leases.coordination.k8s.io', 'spec-guard'],
+    ['update', 'mutatingwebhookconfigurations/spec-guard', undefined],
+    ['update', 'validatingwebhookconfigurations/spec-guard', undefined],
+    ['create', 'events', 'argocd'],
+    ['patch', 'secrets', 'argocd'],
+  ])('RBAC lets spec-guard %s %s (in %s)', (verb, resource, ns) => {
+    expect(can(verb, resource, ns)).toBe('yes');
+  });
+
+  it.each([
+    ['get', 'secrets', 'kube-system'],
+    ['list', 'secrets', 'default'],
+    ['delete', 'applications.argoproj.io', 'argocd'],
+    ['update', 'applications.argoproj.io', 'argocd'],
+    ['update', 'mutatingwebhookconfigurations/someone-else', undefined],
+    ['delete', 'validatingwebhookconfigurations/spec-guard', undefined],
+    ['create', 'pods', 'spec-guard'],
+    ['patch', 'deployments.apps', 'spec-guard'],
+    ['delete', 'leases.coordination.k8s.io', 'kube-system'],
+  ])('RBAC refuses spec-guard %s %s (in %s)', (verb, resource, ns) => {
+    expect(can(verb, resource, ns)).toBe('no');
+  });
+
+  it('refuses cluster-wide Secret reads', () => {
+    expect(kubectl([], ['auth', 'can-i', SELF, 'list', 'secrets', '--all-namespaces']).stdout.trim()).toBe('no');
+  });
+});
