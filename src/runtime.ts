@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { createCA, createServingCert, ensureServingMaterial } from './certs/index.js';
+import { createCA, createServingCert, ensureServingMaterial, expiryOf } from './certs/index.js';
 import type { Config } from './config/index.js';
 import { EventRecorder, KubeClient } from './kube/index.js';
 import { createLogger, type Logger, type LogLevel } from './log/index.js';
@@ -129,6 +129,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
           return { ...createServingCert(ca, hosts), caBundle: ca.cert };
         })();
 
+  metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(tls.cert).getTime() / 1000);
+  if (!o.tlsFiles) metrics.certificateExpiry.set({ certificate: 'ca' }, expiryOf(tls.caBundle).getTime() / 1000);
   const store = createStore(o.standalone ? { ...o.config.store, type: 'memory' } : o.config.store, kube, o.namespace, logger.error);
 
   let ready = false;
@@ -211,8 +213,12 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
           server.closeAllConnections();
           resolve();
         }, 10_000);
+        // Keep-alive connections become idle as their last response goes out: close them
+        // then, so that close() completes as soon as the in-flight requests are answered.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.close(() => {
           clearTimeout(force);
+          clearInterval(sweep);
           resolve();
         });
         server.closeIdleConnections();

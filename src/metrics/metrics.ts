@@ -47,6 +47,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly driftedObjects = new Gauge({
+    name: 'spec_guard_drifted_objects',
+    help: 'Objects whose guarded paths differ from the canonical value right now and are to be reverted, by resource.',
+    labelNames: ['resource'] as const,
+    registers: [this.registry],
+  });
+
   readonly revertLatency = new Histogram({
     name: 'spec_guard_revert_duration_seconds',
     help: 'Time from seeing drift to the revert being stored.',

@@ -95,6 +95,8 @@ export class Watcher {
   private dirty = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   private lastFlushMs = 0;
+  /** Keys drifted and not yet reverted, for the drifted-objects gauge. */
+  private readonly drifted = new Set<string>();
   private flushing: Promise<void> = Promise.resolve();
   private stopped = false;
 
@@ -249,10 +251,19 @@ export class Watcher {
     await this.handle(ref, fresh, seenAt, attempt);
   }
 
+  private setDrifted(ref: Ref, drifted: boolean): void {
+    if (drifted === this.drifted.has(ref.key)) return;
+    if (drifted) this.drifted.add(ref.key);
+    else this.drifted.delete(ref.key);
+    const prefix = `${ref.group}/${ref.resource}/`;
+    this.d.metrics.driftedObjects.set({ resource: `${ref.resource}.${ref.group}` }, [...this.drifted].filter((k) => k.startsWith(prefix)).length);
+  }
+
   private async handle(ref: Ref, object: KubeObject, seenAt: number, attempt: number): Promise<void> {
     const { key, rule } = ref;
     const obs = observe(object, rule, key, this.d.cache.get(key), this.d.stamper, this.d.policy.fieldManagers);
     const leader = this.d.isLeader();
+    this.setDrifted(ref, obs.kind === 'drift' && rule.mode !== 'warn');
     switch (obs.kind) {
       case 'ignore':
         return;

@@ -12,6 +12,8 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
 
 export interface Daemon {
   child: ChildProcess;
+  /** Resolves with the exit code when the process ends. */
+  exited: Promise<number | null>;
   logs: () => string;
   /** Resolves with the first log line matching `pattern`. */
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
@@ -32,6 +34,7 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Daemon {
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return {
     child,
+    exited,
     logs: () => output,
     waitForLog(pattern, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {

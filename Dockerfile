@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+# Build: compile TypeScript, then keep production dependencies only.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund
+
+# Run: distroless Node.js, no shell, no package manager, numeric non-root user.
+# spec-guard handles SIGTERM itself: it stops being ready, drains in-flight admission
+# requests, hands back the leader lease and exits (node runs as PID 1 here, and needs no
+# init process because it installs its own signal handlers).
+FROM gcr.io/distroless/nodejs20-debian12:nonroot
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist/src ./dist/src
+USER 65532:65532
+EXPOSE 8443 8080
+ENTRYPOINT ["/nodejs/bin/node", "dist/src/cli.js"]
+CMD ["serve", "--config", "/etc/spec-guard/config.yaml"]
