@@ -20,7 +20,8 @@ log() { printf '[build-control-plane] %s\n' "$*" >&2; }
 wrapped_build() {
   local module="$1" version="$2" package="$3" out="$4" local_version="$5"
   [[ -x "$out" ]] && return 0
-  local wrapper="$cache/modules/$(basename "$out")"
+  local wrapper
+  wrapper="$cache/modules/$(basename "$out")"
   mkdir -p "$wrapper"
   local upstream_mod
   upstream_mod="$(cd "$wrapper" && GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"

@@ -15,7 +15,7 @@ alice=(--as=alice --as-group=developers)
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 if [[ "${1:-}" == "down" ]]; then
-  [[ -f "$demo/spec-guard.pid" ]] && kill "$(cat "$demo/spec-guard.pid")" 2>/dev/null || true
+  if [[ -f "$demo/spec-guard.pid" ]]; then kill "$(cat "$demo/spec-guard.pid")" 2>/dev/null || true; fi
   scripts/control-plane.sh down
   rm -rf "$demo"
   exit 0

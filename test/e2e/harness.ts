@@ -67,8 +67,33 @@ export interface SpecGuard extends Daemon {
   metrics(): Promise<string>;
 }
 
+/**
+ * Set by scripts/e2e-kind.sh: spec-guard runs in the cluster from its image and
+ * manifests/, and the suites that need to control its process are skipped.
+ */
+export const inCluster = Boolean(process.env.SPEC_GUARD_E2E_IN_CLUSTER);
+
+/** The in-cluster spec-guard (kind), once it is rolled out and registered. */
+async function inClusterSpecGuard(): Promise<SpecGuard> {
+  kubectlOk([], ['rollout', 'status', '-n', 'spec-guard', 'deployment/spec-guard', '--timeout=120s']);
+  await waitFor('spec-guard webhook configurations', () => kubectl([], ['get', 'mutatingwebhookconfiguration,validatingwebhookconfiguration', 'spec-guard']).code === 0, 30_000, 250);
+  const logs = () => kubectl([], ['logs', '-n', 'spec-guard', '-l', 'app.kubernetes.io/name=spec-guard', '--tail=-1', '--prefix']).stdout;
+  return {
+    child: undefined as never,
+    exited: new Promise<number | null>(() => {}),
+    logs,
+    waitForLog: (pattern, timeoutMs = 30_000) =>
+      waitFor(`a log line matching ${pattern}`, () => logs().split('\n').find((l) => pattern.test(l)), timeoutMs, 500),
+    stop: async () => 0,
+    webhookPort: 443,
+    metricsPort: 8080,
+    metrics: async () => kubectlOk([], ['get', '--raw', '/api/v1/namespaces/spec-guard/services/spec-guard:metrics/proxy/metrics']),
+  };
+}
+
 /** `spec-guard serve` as a child process, with its own identity, against the test apiserver. */
 export async function startSpecGuard(config: string, extra: string[] = []): Promise<SpecGuard> {
+  if (inCluster) return inClusterSpecGuard();
   const webhookPort = await freePort();
   const metricsPort = await freePort();
   const daemon = startCli([
@@ -100,6 +125,7 @@ export async function startSpecGuard(config: string, extra: string[] = []): Prom
 
 /** Removes spec-guard's webhook configurations, so a stopped instance blocks nothing. */
 export function unregister(): void {
+  if (inCluster) return; // the in-cluster spec-guard owns them
   kubectl([], ['delete', 'mutatingwebhookconfiguration,validatingwebhookconfiguration', 'spec-guard', '--ignore-not-found']);
 }
 
