@@ -3,6 +3,7 @@ import { ConfigError } from './config/index.js';
 import { UsageError } from './commands/args.js';
 import { checkConfig, checkConfigHelp } from './commands/check-config.js';
 import { manifests, manifestsHelp } from './commands/manifests.js';
+import { rotate, rotateHelp } from './commands/rotate.js';
 import { serve, serveHelp } from './commands/serve.js';
 import { status, statusHelp } from './commands/status.js';
 
@@ -15,6 +16,7 @@ Commands:
   check-config   validate a configuration file and print the effective policy
   manifests      print the webhook configurations for a configuration, as YAML
   status         show every guarded object's state, the leader and the store
+  rotate         rotate the serving certificate (and with --ca the CA) now
 
 Run 'spec-guard <command> --help' for the flags of a command.`;
 
@@ -24,6 +26,7 @@ const commands: Record<string, { run: Command; help: string }> = {
   'check-config': { run: checkConfig, help: checkConfigHelp },
   manifests: { run: manifests, help: manifestsHelp },
   status: { run: status, help: statusHelp },
+  rotate: { run: rotate, help: rotateHelp },
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { createCA, createServingCert, ensureServingMaterial, expiryOf } from './certs/index.js';
+import { CertificateManager, createCA, createServingCert, expiryOf, TlsFileSource, type ServingMaterial } from './certs/index.js';
+import type { TlsFiles } from './certs/file-source.js';
 import type { Config } from './config/index.js';
 import { EventRecorder, KubeClient } from './kube/index.js';
 import { createLogger, type Logger, type LogLevel } from './log/index.js';
@@ -20,6 +20,7 @@ import {
 import {
   createWebhookServer,
   renderWebhookConfigurations,
+  configurationsCarry,
   WebhookRegistrar,
   type WebhookEndpoint,
 } from './webhook/index.js';
@@ -30,7 +31,8 @@ export interface RuntimeOptions {
   port: number;
   bindAddress: string;
   metricsPort: number;
-  tlsFiles?: { cert: string; key: string };
+  tlsFiles?: TlsFiles;
+  caPropagationMs: number;
   tlsSans: string[];
   stampKeyFile?: string;
   standalone: boolean;
@@ -91,14 +93,6 @@ function servingHosts(o: RuntimeOptions): string[] {
   return [...hosts];
 }
 
-function readTlsFiles(files: { cert: string; key: string }) {
-  try {
-    return { cert: readFileSync(files.cert, 'utf8'), key: readFileSync(files.key, 'utf8'), caBundle: readFileSync(files.cert, 'utf8') };
-  } catch (err) {
-    throw new Error(`cannot read the TLS files: ${(err as Error).message}`);
-  }
-}
-
 function listen(server: Server, port: number, host: string, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', (err) => reject(new Error(`${what}: cannot listen on ${host}:${port}: ${err.message}`)));
@@ -120,22 +114,53 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       : new Stamper(Stamper.generateKey());
 
   const hosts = servingHosts(o);
-  const tls = o.tlsFiles
-    ? readTlsFiles(o.tlsFiles)
-    : kube
-      ? await ensureServingMaterial(kube, o.namespace, hosts, logger.info)
-      : (() => {
-          const ca = createCA();
-          return { ...createServingCert(ca, hosts), caBundle: ca.cert };
-        })();
+  let server: ReturnType<typeof createWebhookServer> | undefined;
+  let registrar: WebhookRegistrar | undefined;
+  if (kube && o.register) {
+    const endpoint: WebhookEndpoint = o.webhookUrl
+      ? { url: o.webhookUrl }
+      : { service: { name: o.serviceName, namespace: o.namespace, port: 443 } };
+    const render = (caBundle: string) => renderWebhookConfigurations(policy, { endpoint, caBundle, excludedNamespaces: ['kube-system', o.namespace] });
+    registrar = new WebhookRegistrar(kube, render, '', metrics, logger);
+  }
+  // Hot reload: new TLS connections get the new certificate; open ones finish on the old.
+  const serveWith = (m: ServingMaterial) => server?.setSecureContext({ cert: m.cert, key: m.key });
+  let certificates: CertificateManager | undefined;
+  let tlsFiles: TlsFileSource | undefined;
+  let tls: ServingMaterial;
+  if (o.tlsFiles) {
+    tlsFiles = new TlsFileSource(o.tlsFiles, logger, (m) => {
+      serveWith(m);
+      metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(m.cert).getTime() / 1000);
+      if (o.tlsFiles?.ca) void registrar?.setCaBundle(m.caBundle);
+    });
+    tls = tlsFiles.load();
+    metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(tls.cert).getTime() / 1000);
+    await registrar?.setCaBundle(tls.caBundle);
+  } else if (kube) {
+    certificates = new CertificateManager({
+      kube,
+      namespace: o.namespace,
+      hosts,
+      logger,
+      metrics,
+      caPropagationMs: o.caPropagationMs,
+      onServing: serveWith,
+      publishBundle: (bundle) => registrar?.setCaBundle(bundle) ?? Promise.resolve(),
+      configurationsCarry: (ca) => configurationsCarry(kube, ca),
+    });
+    tls = await certificates.init();
+  } else {
+    const ca = createCA();
+    tls = { ...createServingCert(ca, hosts), caBundle: ca.cert };
+    metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(tls.cert).getTime() / 1000);
+  }
 
-  metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(tls.cert).getTime() / 1000);
-  if (!o.tlsFiles) metrics.certificateExpiry.set({ certificate: 'ca' }, expiryOf(tls.caBundle).getTime() / 1000);
   const store = createStore(o.standalone ? { ...o.config.store, type: 'memory' } : o.config.store, kube, o.namespace, logger.error);
 
   let ready = false;
   const decisionContext = { policy, canonical: cache, stamper };
-  const server = createWebhookServer({
+  server = createWebhookServer({
     tls,
     decisionContext: () => decisionContext,
     metrics,
@@ -152,19 +177,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const webhookPort = await listen(server, o.port, o.bindAddress, 'webhook');
   const metricsPort = await listen(metricsServer, o.metricsPort, o.bindAddress, 'metrics');
 
-  let registrar: WebhookRegistrar | undefined;
-  if (kube && o.register) {
-    const endpoint: WebhookEndpoint = o.webhookUrl
-      ? { url: o.webhookUrl }
-      : { service: { name: o.serviceName, namespace: o.namespace, port: 443 } };
-    const desired = renderWebhookConfigurations(policy, {
-      endpoint,
-      caBundle: tls.caBundle,
-      excludedNamespaces: ['kube-system', o.namespace],
-    });
-    registrar = new WebhookRegistrar(kube, desired, metrics, logger);
-    await registrar.start();
-  }
+  tlsFiles?.start();
+  await certificates?.watch();
 
   let watcher: Watcher | undefined;
   let elector: LeaderElector | undefined;
@@ -177,6 +191,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       (leading) => {
         metrics.leader.set(leading ? 1 : 0);
         watcher?.onLeadershipChange(leading);
+        certificates?.setLeading(leading);
+        registrar?.setActive(leading).catch((err: Error) => logger.error('webhook registration failed', { error: err.message }));
       },
     );
     watcher = new Watcher({ kube, policy, cache, store, stamper, metrics, logger, events, isLeader: () => elector!.isLeader });
@@ -185,6 +201,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     // while spec-guard was down is reverted at start; a replica that becomes leader later
     // examines everything again then.
     await elector.start();
+    // The leader registers before reporting ready, so that admission is on from then.
+    if (elector.isLeader) await registrar?.setActive(true);
     await watcher.start();
   }
   ready = true;
@@ -206,6 +224,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       ready = false;
       logger.info('shutting down: draining in-flight requests', { reason });
       registrar?.stop();
+      certificates?.stop();
+      tlsFiles?.stop();
       await watcher?.stop();
       await elector?.stop();
       await new Promise<void>((resolve) => {

@@ -1,9 +1,14 @@
-import { decodeSecretData, encodeSecretData, isConflict, readOrCreateSecret, secretPath, type KubeClient, type Secret } from '../kube/index.js';
-import { createCA, createServingCert, type KeyPair } from './generate.js';
-import { servingCertProblem } from './inspect.js';
+import { decodeSecretData, encodeSecretData, isConflict, readSecret, secretPath, type KubeClient, type Secret } from '../kube/index.js';
+import type { KeyPair } from './generate.js';
 
 export const TLS_SECRET = 'spec-guard-tls';
 export const CA_SECRET = 'spec-guard-ca';
+/** Set (to any token) by `spec-guard rotate` to ask the leader for a rotation. */
+export const ROTATE_REQUESTED = 'spec-guard.io/rotate-requested';
+/** Set by the leader to the token of the request it has carried out. */
+export const ROTATED_FOR = 'spec-guard.io/rotated-for';
+/** Key of the CA Secret holding every CA still trusted (the current one first). */
+export const CA_BUNDLE_KEY = 'ca-bundle.crt';
 
 export interface ServingMaterial {
   cert: string;
@@ -12,59 +17,67 @@ export interface ServingMaterial {
   caBundle: string;
 }
 
-function pairFrom(secret: Secret, what: string): KeyPair {
+/** The key pair in a kubernetes.io/tls Secret, or undefined when either half is absent. */
+export function pairOf(secret: Secret | undefined): KeyPair | undefined {
+  if (!secret) return undefined;
   const data = decodeSecretData(secret);
   const cert = data['tls.crt']?.toString('utf8');
   const key = data['tls.key']?.toString('utf8');
-  if (!cert || !key) throw new Error(`Secret ${secret.metadata.namespace}/${secret.metadata.name} (${what}) lacks tls.crt or tls.key`);
-  return { cert, key };
+  return cert && key ? { cert, key } : undefined;
 }
 
+export function secretText(secret: Secret | undefined, key: string): string | undefined {
+  const value = secret?.data?.[key];
+  return value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8');
+}
+
+export const rotationRequest = (secret: Secret | undefined): string | undefined => secret?.metadata.annotations?.[ROTATE_REQUESTED];
+
 /**
- * The serving certificate kept in Secrets (the CA apart, in its own Secret), created on
- * first use and renewed when it no longer fits `hosts` or nears its end. Safe when
- * several replicas start at once: the first create wins and the others read it.
+ * Writes a spec-guard TLS Secret: creates it when `current` is undefined, else replaces it
+ * at `current`'s resourceVersion. A carried-out rotation request is acknowledged. Returns
+ * undefined on a conflict (another replica wrote first; the caller reads again).
  */
-export async function ensureServingMaterial(
+export async function writeTlsSecret(
   kube: KubeClient,
   namespace: string,
-  hosts: string[],
-  log: (msg: string, fields?: Record<string, unknown>) => void,
-): Promise<ServingMaterial> {
-  const caSecret = await readOrCreateSecret(kube, namespace, CA_SECRET, () => {
-    const ca = createCA();
-    return { type: 'kubernetes.io/tls', data: { 'tls.crt': ca.cert, 'tls.key': ca.key } };
-  });
-  const ca = pairFrom(caSecret, 'CA');
-  const issue = () => createServingCert(ca, hosts);
-  let tlsSecret = await readOrCreateSecret(kube, namespace, TLS_SECRET, () => {
-    const serving = issue();
-    return { type: 'kubernetes.io/tls', data: { 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': ca.cert } };
-  });
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const problem = (() => {
-      try {
-        return servingCertProblem(pairFrom(tlsSecret, 'serving').cert, ca.cert, hosts);
-      } catch (err) {
-        return (err as Error).message;
-      }
-    })();
-    if (!problem) break;
-    log('renewing the serving certificate', { secret: `${namespace}/${TLS_SECRET}`, reason: problem });
-    const serving = issue();
-    const body: Secret = {
-      ...tlsSecret,
-      type: 'kubernetes.io/tls',
-      data: encodeSecretData({ 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': ca.cert }),
-    };
-    try {
-      tlsSecret = await kube.request<Secret>('PUT', secretPath(namespace, TLS_SECRET), { body });
-    } catch (err) {
-      if (!isConflict(err)) throw err;
-      // Another replica renewed it first: re-read and check theirs.
-      tlsSecret = await kube.request<Secret>('GET', secretPath(namespace, TLS_SECRET));
-    }
+  name: string,
+  current: Secret | undefined,
+  data: Record<string, string>,
+  annotations: Record<string, string> = {},
+): Promise<Secret | undefined> {
+  const kept = { ...current?.metadata.annotations };
+  const request = kept[ROTATE_REQUESTED];
+  delete kept[ROTATE_REQUESTED];
+  if (request) kept[ROTATED_FOR] = request;
+  const body: Secret = {
+    metadata: {
+      name,
+      namespace,
+      resourceVersion: current?.metadata.resourceVersion,
+      labels: { ...current?.metadata.labels, 'app.kubernetes.io/managed-by': 'spec-guard' },
+      annotations: { ...kept, ...annotations },
+    },
+    // The type is immutable: a Secret made by someone else keeps its own.
+    type: current?.type ?? 'kubernetes.io/tls',
+    data: encodeSecretData(data),
+  };
+  try {
+    return current
+      ? await kube.request<Secret>('PUT', secretPath(namespace, name), { body })
+      : await kube.request<Secret>('POST', secretPath(namespace), { body });
+  } catch (err) {
+    if (isConflict(err)) return undefined;
+    throw err;
   }
-  const serving = pairFrom(tlsSecret, 'serving');
-  return { cert: serving.cert, key: serving.key, caBundle: ca.cert };
 }
+
+/** Asks the running leader for a rotation of Secret `name`; the token identifies the request. */
+export async function requestRotation(kube: KubeClient, namespace: string, name: string, token: string): Promise<void> {
+  await kube.request('PATCH', secretPath(namespace, name), {
+    body: { metadata: { annotations: { [ROTATE_REQUESTED]: token } } },
+    contentType: 'application/merge-patch+json',
+  });
+}
+
+export { readSecret };

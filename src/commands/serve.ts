@@ -14,8 +14,13 @@ Flags:
   --port N                webhook HTTPS port (default 8443)
   --bind-address ADDR     address to listen on (default 0.0.0.0)
   --metrics-port N        plain-HTTP port for /metrics, /healthz, /readyz (default 8080)
-  --tls-cert-file F       serving certificate (PEM); with --tls-key-file. Default: generated
+  --tls-cert-file F       serving certificate (PEM), reloaded when it changes; with --tls-key-file.
+                          Default: self-managed CA and certificate in Secrets, rotated automatically
   --tls-key-file F        serving key (PEM)
+  --tls-ca-file F         CA bundle to register with the files above (default: caBundle is left
+                          to a CA injector such as cert-manager's)
+  --ca-propagation-seconds S  how long a new CA sits in the webhook configurations before
+                          serving switches to it (default 20)
   --tls-san NAME          extra host name for a generated certificate (repeatable)
   --stamp-key-file F      HMAC key for stamps (at least 32 bytes). Default: Secret, or generated
   --standalone            no cluster: admission only, in-memory cache
@@ -44,6 +49,8 @@ export async function serve(argv: string[]): Promise<number> {
     'metrics-port': { type: 'string' },
     'tls-cert-file': { type: 'string' },
     'tls-key-file': { type: 'string' },
+    'tls-ca-file': { type: 'string' },
+    'ca-propagation-seconds': { type: 'string' },
     'tls-san': { type: 'string', multiple: true },
     'stamp-key-file': { type: 'string' },
     standalone: { type: 'boolean' },
@@ -64,6 +71,9 @@ export async function serve(argv: string[]): Promise<number> {
   if (Boolean(flags['tls-cert-file']) !== Boolean(flags['tls-key-file'])) {
     throw new UsageError('--tls-cert-file and --tls-key-file go together');
   }
+  if (flags['tls-ca-file'] && !flags['tls-cert-file']) throw new UsageError('--tls-ca-file goes with --tls-cert-file and --tls-key-file');
+  const caPropagation = Number(flags['ca-propagation-seconds'] ?? 20);
+  if (!Number.isFinite(caPropagation) || caPropagation < 0) throw new UsageError('--ca-propagation-seconds: expected a number of seconds, 0 or more');
   const logLevel = flags['log-level'];
   if (logLevel !== undefined && !['debug', 'info', 'warn', 'error'].includes(logLevel)) {
     throw new UsageError(`--log-level: expected debug, info, warn or error, got "${logLevel}"`);
@@ -86,7 +96,8 @@ export async function serve(argv: string[]): Promise<number> {
     port: parsePort(flags.port, '--port', 8443),
     bindAddress: flags['bind-address'] ?? '0.0.0.0',
     metricsPort: parsePort(flags['metrics-port'], '--metrics-port', 8080),
-    tlsFiles: flags['tls-cert-file'] ? { cert: flags['tls-cert-file'], key: flags['tls-key-file']! } : undefined,
+    tlsFiles: flags['tls-cert-file'] ? { cert: flags['tls-cert-file'], key: flags['tls-key-file']!, ca: flags['tls-ca-file'] } : undefined,
+    caPropagationMs: caPropagation * 1000,
     tlsSans: flags['tls-san'] ?? [],
     stampKeyFile: flags['stamp-key-file'],
     standalone: flags.standalone ?? false,

@@ -1,7 +1,13 @@
 import { isConflict, isNotFound, type KubeClient } from './client.js';
 
 export interface Secret {
-  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   type?: string;
   data?: Record<string, string>;
 }

@@ -95,6 +95,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly certificateRotations = new Counter({
+    name: 'spec_guard_certificate_rotations_total',
+    help: 'Certificates replaced by spec-guard (renewed, rotated on request or repaired), by kind (serving or ca).',
+    labelNames: ['certificate'] as const,
+    registers: [this.registry],
+  });
+
   readonly webhookRepairs = new Counter({
     name: 'spec_guard_webhook_configuration_repairs_total',
     help: 'Webhook configurations created or restored by spec-guard, by kind.',

@@ -4,4 +4,4 @@ export type { AdmissionRequest, AdmissionReview, AdmissionResponse, KubeObject, 
 export { parseReview, reviewResponse, BadReviewError } from './review.js';
 export { createWebhookApp, createWebhookServer, MAX_BODY_BYTES, type WebhookServerOptions } from './server.js';
 export { renderWebhookConfigurations, WEBHOOK_CONFIGURATION_NAME, type WebhookEndpoint, type WebhookConfigurations } from './registration.js';
-export { WebhookRegistrar, covers } from './register.js';
+export { WebhookRegistrar, covers, configurationsCarry } from './register.js';

@@ -1,0 +1,247 @@
+import { Reflector, secretPath, type KubeClient, type ListedObject, type Secret } from '../kube/index.js';
+import type { Logger } from '../log/index.js';
+import type { Metrics } from '../metrics/index.js';
+import { fingerprintOf, joinPem, splitPem, trustedBundle } from './bundle.js';
+import { createCA, createServingCert } from './generate.js';
+import { caVerdict, expiryOf, isSignedBy, pairProblem, servingVerdict } from './inspect.js';
+import {
+  CA_BUNDLE_KEY,
+  CA_SECRET,
+  pairOf,
+  readSecret,
+  requestRotation,
+  rotationRequest,
+  secretText,
+  TLS_SECRET,
+  writeTlsSecret,
+  type ServingMaterial,
+} from './tls-secret.js';
+
+export interface CertificateManagerOptions {
+  kube: KubeClient;
+  namespace: string;
+  /** Names and addresses the serving certificate must cover. */
+  hosts: string[];
+  logger: Logger;
+  metrics: Metrics;
+  /** How long a new CA must sit in every webhook configuration before serving switches to it. */
+  caPropagationMs: number;
+  /** How often the leader checks the renewal deadlines. */
+  checkIntervalMs?: number;
+  /** Called with the material to serve whenever it changes (hot reload). */
+  onServing(material: ServingMaterial): void;
+  /** Puts the trusted CA bundle into the webhook configurations (when this replica registers). */
+  publishBundle(caBundle: string): Promise<void>;
+  /** True when every registered webhook configuration trusts `caPem`. */
+  configurationsCarry(caPem: string): Promise<boolean>;
+}
+
+class Conflict extends Error {}
+
+/**
+ * Self-managed TLS kept in two Secrets: the CA (with the bundle of CAs still trusted) and
+ * the serving certificate. Every replica creates what is missing, replaces what cannot
+ * serve, and hot-reloads the serving certificate from a watch. The leader also renews:
+ * the serving certificate with a third of its life left, the CA with a fifth, with
+ * overlap: a new CA joins the bundle first, serving switches to it only after every
+ * webhook configuration has carried it for `caPropagationMs`, the old CA leaves when it
+ * expires.
+ */
+export class CertificateManager {
+  private leading = false;
+  private served?: { fingerprint: string; material: ServingMaterial };
+  private reflectors: Reflector<Secret & ListedObject>[] = [];
+  private running = false;
+  private again = false;
+  private retryTimer?: NodeJS.Timeout;
+  private checkTimer?: NodeJS.Timeout;
+  private backoffMs = 200;
+  private stopped = false;
+  /** When this replica first saw each CA (by fingerprint) in every webhook configuration. */
+  private readonly carriedSince = new Map<string, number>();
+  private waitingLogged?: string;
+
+  constructor(private readonly o: CertificateManagerOptions) {}
+
+  /** Makes sure servable material exists, creating or replacing what is missing or broken. */
+  async init(): Promise<ServingMaterial> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.reconcile();
+        break;
+      } catch (err) {
+        if (!(err instanceof Conflict) || attempt >= 5) throw err;
+      }
+    }
+    if (!this.served) throw new Error('no serving certificate after reconciling the TLS Secrets');
+    return this.served.material;
+  }
+
+  /** Watches both Secrets: reloads a new serving certificate, repairs what breaks. */
+  async watch(): Promise<void> {
+    for (const name of [TLS_SECRET, CA_SECRET]) {
+      const seen = (secret: Secret | undefined) => {
+        if (secret && name === TLS_SECRET) this.adopt(secret);
+        this.kick();
+      };
+      const reflector = new Reflector<Secret & ListedObject>(
+        this.o.kube,
+        { path: secretPath(this.o.namespace), fieldSelector: `metadata.name=${name}`, silenceMs: 60_000 },
+        {
+          onListPage: (items) => seen(items[0]),
+          onEvent: (type, secret) => seen(type === 'DELETED' ? undefined : secret),
+          onRestart: (reason) => this.o.logger.debug('TLS Secret watch restarted', { secret: name, reason }),
+        },
+      );
+      this.reflectors.push(reflector);
+      await reflector.start();
+    }
+  }
+
+  setLeading(leading: boolean): void {
+    this.leading = leading;
+    clearInterval(this.checkTimer);
+    if (!leading || this.stopped) return;
+    this.checkTimer = setInterval(() => this.kick(), this.o.checkIntervalMs ?? 60_000);
+    this.kick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.checkTimer);
+    clearTimeout(this.retryTimer);
+    for (const r of this.reflectors) r.stop();
+  }
+
+  /** Serves `secret`'s certificate if it is new and servable; a broken one is left to reconcile. */
+  private adopt(secret: Secret): void {
+    const pair = pairOf(secret);
+    if (!pair || pairProblem(pair)) return;
+    const fingerprint = fingerprintOf(pair.cert)!;
+    if (this.served?.fingerprint === fingerprint) return;
+    const material = { ...pair, caBundle: secretText(secret, 'ca.crt') ?? '' };
+    const first = !this.served;
+    this.served = { fingerprint, material };
+    this.o.metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(pair.cert).getTime() / 1000);
+    this.o.onServing(material);
+    if (!first) this.o.logger.info('serving certificate reloaded', { secret: `${this.o.namespace}/${TLS_SECRET}`, expires: expiryOf(pair.cert).toISOString() });
+  }
+
+  private later(ms: number): void {
+    clearTimeout(this.retryTimer);
+    if (!this.stopped) this.retryTimer = setTimeout(() => this.kick(), ms);
+  }
+
+  /** Runs reconcile, one at a time; a kick during a run triggers one more. */
+  private kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    void (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.reconcile();
+          this.backoffMs = 200;
+        } catch (err) {
+          if (!(err instanceof Conflict)) {
+            this.o.logger.warn('TLS reconcile failed; retrying', { error: (err as Error).message, retryInMs: this.backoffMs });
+          }
+          this.later(this.backoffMs);
+          this.backoffMs = Math.min(this.backoffMs * 2, 30_000);
+        }
+      } while (this.again && !this.stopped);
+      this.running = false;
+    })();
+  }
+
+  private async reconcile(): Promise<void> {
+    const { kube, namespace, logger, metrics } = this.o;
+    const now = new Date();
+    const mayRotate = this.leading;
+    let caSecret = await readSecret(kube, namespace, CA_SECRET);
+    let tlsSecret = await readSecret(kube, namespace, TLS_SECRET);
+    let ca = pairOf(caSecret);
+    const known = [...splitPem(secretText(caSecret, CA_BUNDLE_KEY)), ...splitPem(secretText(tlsSecret, 'ca.crt'))];
+
+    const caCheck = caVerdict(ca, now);
+    const caRequest = rotationRequest(caSecret);
+    const caReason = caCheck.unusable ?? (mayRotate ? (caCheck.renew ?? (caRequest && `rotation requested (${caRequest})`)) : undefined);
+    if (caReason || !ca) {
+      const next = createCA();
+      const bundle = trustedBundle([next.cert, ...(ca && !caCheck.unusable ? [ca.cert] : []), ...known], now);
+      const written = await writeTlsSecret(kube, namespace, CA_SECRET, caSecret, { 'tls.crt': next.cert, 'tls.key': next.key, [CA_BUNDLE_KEY]: joinPem(bundle) });
+      if (!written) throw new Conflict();
+      const level = caSecret && caCheck.unusable ? 'warn' : 'info';
+      logger[level](caSecret ? 'new CA issued; serving switches to it once every webhook configuration trusts it' : 'CA created', {
+        secret: `${namespace}/${CA_SECRET}`,
+        reason: caSecret ? caReason : 'missing',
+        expires: expiryOf(next.cert).toISOString(),
+      });
+      if (caSecret) metrics.certificateRotations.inc({ certificate: 'ca' });
+      // The serving certificate follows; `spec-guard rotate --ca` waits for that step.
+      if (caRequest && tlsSecret) {
+        await requestRotation(kube, namespace, TLS_SECRET, caRequest);
+        tlsSecret = await readSecret(kube, namespace, TLS_SECRET);
+      }
+      caSecret = written;
+      ca = next;
+    }
+    metrics.certificateExpiry.set({ certificate: 'ca' }, expiryOf(ca.cert).getTime() / 1000);
+    const bundle = trustedBundle([ca.cert, ...known], now);
+    await this.o.publishBundle(joinPem(bundle));
+
+    const serving = pairOf(tlsSecret);
+    const check = servingVerdict(serving, bundle, ca.cert, this.o.hosts, now);
+    const request = rotationRequest(tlsSecret);
+    const reason = !tlsSecret ? 'missing' : (check.unusable ?? (mayRotate ? (check.renew ?? (request && `rotation requested (${request})`)) : undefined));
+    if (!reason) {
+      if (mayRotate && secretText(tlsSecret, 'ca.crt') !== joinPem(bundle)) {
+        // Keep ca.crt current for whoever registers the webhooks from it (GitOps installs).
+        if (!(await writeTlsSecret(kube, namespace, TLS_SECRET, tlsSecret, { 'tls.crt': serving!.cert, 'tls.key': serving!.key, 'ca.crt': joinPem(bundle) }))) {
+          throw new Conflict();
+        }
+      }
+      if (tlsSecret) this.adopt(tlsSecret);
+      return;
+    }
+    if (serving && !check.unusable && !isSignedBy(serving.cert, ca.cert)) {
+      // A working certificate is replaced only by one the apiserver already trusts.
+      const waitMs = await this.trustWait(ca.cert, now.getTime());
+      if (waitMs > 0) {
+        if (tlsSecret) this.adopt(tlsSecret);
+        this.later(waitMs);
+        return;
+      }
+    }
+    const next = createServingCert(ca, this.o.hosts);
+    const written = await writeTlsSecret(kube, namespace, TLS_SECRET, tlsSecret, { 'tls.crt': next.cert, 'tls.key': next.key, 'ca.crt': joinPem(bundle) });
+    if (!written) throw new Conflict();
+    logger[check.unusable && tlsSecret ? 'warn' : 'info']('serving certificate issued', {
+      secret: `${namespace}/${TLS_SECRET}`,
+      reason,
+      expires: expiryOf(next.cert).toISOString(),
+    });
+    if (tlsSecret) metrics.certificateRotations.inc({ certificate: 'serving' });
+    this.adopt(written);
+  }
+
+  /** Milliseconds still to wait before serving a certificate signed by `caPem`. */
+  private async trustWait(caPem: string, now: number): Promise<number> {
+    const fingerprint = fingerprintOf(caPem)!;
+    if (!(await this.o.configurationsCarry(caPem))) {
+      this.carriedSince.delete(fingerprint);
+      if (this.waitingLogged !== fingerprint) {
+        this.waitingLogged = fingerprint;
+        this.o.logger.info('waiting for every webhook configuration to trust the new CA before serving with it');
+      }
+      return 1000;
+    }
+    const since = this.carriedSince.get(fingerprint) ?? now;
+    this.carriedSince.set(fingerprint, since);
+    return Math.max(0, since + this.o.caPropagationMs - now);
+  }
+}
