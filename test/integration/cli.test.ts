@@ -19,7 +19,7 @@ afterAll(async () => {
 
 describe('spec-guard CLI', () => {
   it('prints help for every subcommand', () => {
-    for (const command of ['serve', 'check-config', 'manifests']) {
+    for (const command of ['serve', 'check-config', 'manifests', 'status', 'rotate']) {
       const { code, stdout } = runCli([command, '--help']);
       expect(code).toBe(0);
       expect(stdout).toContain(`Usage: spec-guard ${command}`);
