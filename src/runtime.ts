@@ -1,7 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { CertificateManager, createCA, createServingCert, expiryOf, TlsFileSource, type ServingMaterial } from './certs/index.js';
-import type { TlsFiles } from './certs/file-source.js';
+import { CertificateManager, createCA, createServingCert, expiryOf, TlsFileSource, type ServingMaterial, type TlsFiles } from './certs/index.js';
 import type { Config } from './config/index.js';
 import { EventRecorder, KubeClient } from './kube/index.js';
 import { createLogger, type Logger, type LogLevel } from './log/index.js';
@@ -124,18 +123,20 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     registrar = new WebhookRegistrar(kube, render, '', metrics, logger);
   }
   // Hot reload: new TLS connections get the new certificate; open ones finish on the old.
-  const serveWith = (m: ServingMaterial) => server?.setSecureContext({ cert: m.cert, key: m.key });
+  const recordExpiry = (m: ServingMaterial) => metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(m.cert).getTime() / 1000);
+  const serveWith = (m: ServingMaterial) => {
+    server?.setSecureContext({ cert: m.cert, key: m.key });
+    recordExpiry(m);
+  };
   let certificates: CertificateManager | undefined;
   let tlsFiles: TlsFileSource | undefined;
   let tls: ServingMaterial;
   if (o.tlsFiles) {
     tlsFiles = new TlsFileSource(o.tlsFiles, logger, (m) => {
       serveWith(m);
-      metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(m.cert).getTime() / 1000);
-      if (o.tlsFiles?.ca) void registrar?.setCaBundle(m.caBundle);
+      void registrar?.setCaBundle(m.caBundle);
     });
     tls = tlsFiles.load();
-    metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(tls.cert).getTime() / 1000);
     await registrar?.setCaBundle(tls.caBundle);
   } else if (kube) {
     certificates = new CertificateManager({
@@ -153,8 +154,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   } else {
     const ca = createCA();
     tls = { ...createServingCert(ca, hosts), caBundle: ca.cert };
-    metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(tls.cert).getTime() / 1000);
   }
+  recordExpiry(tls);
 
   const store = createStore(o.standalone ? { ...o.config.store, type: 'memory' } : o.config.store, kube, o.namespace, logger.error);
 

@@ -3,4 +3,4 @@ export { caVerdict, servingVerdict, pairProblem, isSignedBy, expiryOf, type Cert
 export { splitPem, joinPem, trustedBundle, bundleCarries, fingerprintOf } from './bundle.js';
 export { TLS_SECRET, CA_SECRET, ROTATE_REQUESTED, ROTATED_FOR, CA_BUNDLE_KEY, requestRotation, pairOf, type ServingMaterial } from './tls-secret.js';
 export { CertificateManager, type CertificateManagerOptions } from './manager.js';
-export { TlsFileSource } from './file-source.js';
+export { TlsFileSource, type TlsFiles } from './file-source.js';

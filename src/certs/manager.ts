@@ -1,4 +1,4 @@
-import { Reflector, secretPath, type KubeClient, type ListedObject, type Secret } from '../kube/index.js';
+import { readSecret, Reflector, secretPath, type KubeClient, type ListedObject, type Secret } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { fingerprintOf, joinPem, splitPem, trustedBundle } from './bundle.js';
@@ -8,7 +8,6 @@ import {
   CA_BUNDLE_KEY,
   CA_SECRET,
   pairOf,
-  readSecret,
   requestRotation,
   rotationRequest,
   secretText,
@@ -122,7 +121,6 @@ export class CertificateManager {
     const material = { ...pair, caBundle: secretText(secret, 'ca.crt') ?? '' };
     const first = !this.served;
     this.served = { fingerprint, material };
-    this.o.metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(pair.cert).getTime() / 1000);
     this.o.onServing(material);
     if (!first) this.o.logger.info('serving certificate reloaded', { secret: `${this.o.namespace}/${TLS_SECRET}`, expires: expiryOf(pair.cert).toISOString() });
   }

@@ -1,4 +1,4 @@
-import { decodeSecretData, encodeSecretData, isConflict, readSecret, secretPath, type KubeClient, type Secret } from '../kube/index.js';
+import { decodeSecretData, encodeSecretData, isConflict, secretPath, type KubeClient, type Secret } from '../kube/index.js';
 import type { KeyPair } from './generate.js';
 
 export const TLS_SECRET = 'spec-guard-tls';
@@ -79,5 +79,3 @@ export async function requestRotation(kube: KubeClient, namespace: string, name:
     contentType: 'application/merge-patch+json',
   });
 }
-
-export { readSecret };
