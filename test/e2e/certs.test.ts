@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { bundleCarries, CA_SECRET, createServingCert, splitPem, TLS_SECRET } from '../../src/certs/index.js';
+import { bundleCarries, CA_SECRET, createCA, createServingCert, splitPem, TLS_SECRET } from '../../src/certs/index.js';
 import { STAMP_ANNOTATION } from '../../src/sync/index.js';
 import { cliPath } from '../helpers/cli.js';
 import { servedCertificate } from '../helpers/tls.js';
@@ -225,5 +228,40 @@ function startLoad() {
     expect(splitPem(bundle)[0]).toBe(splitPem(newCa)[0]);
     await waitFor('a certificate from the new CA to be served', async () => (await servedCertificate(sg.webhookPort)).verify(new X509Certificate(newCa).publicKey), 15_000, 200);
     expect(aliceEditRefused()).toBe(true);
+  });
+});
+
+(inCluster ? describe.skip : describe)('certificates from files, caBundle left to a CA injector', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'spec-guard-files-'));
+  let files: SpecGuard | undefined;
+
+  afterAll(async () => {
+    await files?.stop();
+    unregister();
+    kubectl([], ['delete', 'application', 'certs-files', '-n', 'argocd', '--wait=false', '--ignore-not-found']);
+  });
+
+  it('6. an edited configuration is restored and the injected caBundle kept', async () => {
+    unregister();
+    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+    const ca = createCA('injected-ca');
+    const pair = createServingCert(ca, ['127.0.0.1']);
+    writeFileSync(join(dir, 'tls.crt'), pair.cert);
+    writeFileSync(join(dir, 'tls.key'), pair.key);
+    files = await startSpecGuard(fixture('config.yaml'), ['--tls-cert-file', join(dir, 'tls.crt'), '--tls-key-file', join(dir, 'tls.key')]);
+    expect(configBundle('validatingwebhookconfiguration')).toBe('');
+    // What cert-manager's cainjector does:
+    const injected = Buffer.from(ca.cert).toString('base64');
+    for (const kind of ['mutatingwebhookconfiguration', 'validatingwebhookconfiguration']) {
+      const patch = [0, 1].map((i) => ({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: injected }));
+      kubectlOk([], ['patch', kind, 'spec-guard', '--type=json', '-p', JSON.stringify(patch)]);
+    }
+    agentApply('certs-files', 'argocd');
+    kubectlOk([], ['patch', 'validatingwebhookconfiguration', 'spec-guard', '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/webhooks/0/timeoutSeconds', value: 29 }])]);
+    await waitFor('the edit to be undone', () => kubectl([], ['get', 'validatingwebhookconfiguration', 'spec-guard', '-o', 'jsonpath={.webhooks[0].timeoutSeconds}']).stdout === '3', 5000, 50);
+    expect(bundleCarries(configBundle('validatingwebhookconfiguration'), ca.cert)).toBe(true);
+    const alice = kubectl(ALICE, ['patch', 'application', '-n', 'argocd', 'certs-files', '--type=merge', '-p', '{"spec":{"project":"other"}}']);
+    expect(alice.code).not.toBe(0);
+    expect(alice.stderr).toContain('denied the request');
   });
 });
