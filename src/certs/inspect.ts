@@ -12,8 +12,8 @@ export interface CertVerdict {
 }
 
 /** Renewal thresholds: the part of the certificate's life left when it is renewed. */
-export const SERVING_RENEW_FRACTION = 1 / 3;
-export const CA_RENEW_FRACTION = 1 / 5;
+const SERVING_RENEW_FRACTION = 1 / 3;
+const CA_RENEW_FRACTION = 1 / 5;
 
 function parsePair(pair: KeyPair | undefined): { cert: X509Certificate } | { problem: string } {
   if (!pair) return { problem: 'missing' };
