@@ -2,7 +2,7 @@ import { readSecret, Reflector, secretPath, type KubeClient, type ListedObject, 
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { fingerprintOf, joinPem, splitPem, trustedBundle } from './bundle.js';
-import { createCA, createServingCert } from './generate.js';
+import { createCA, createServingCert, type KeyPair } from './generate.js';
 import { caVerdict, expiryOf, isSignedBy, pairProblem, servingVerdict } from './inspect.js';
 import {
   CA_BUNDLE_KEY,
@@ -157,47 +157,54 @@ export class CertificateManager {
   }
 
   private async reconcile(): Promise<void> {
-    const { kube, namespace, logger, metrics } = this.o;
     const now = new Date();
-    const mayRotate = this.leading;
-    let caSecret = await readSecret(kube, namespace, CA_SECRET);
-    let tlsSecret = await readSecret(kube, namespace, TLS_SECRET);
-    let ca = pairOf(caSecret);
-    const known = [...splitPem(secretText(caSecret, CA_BUNDLE_KEY)), ...splitPem(secretText(tlsSecret, 'ca.crt'))];
-
-    const caCheck = caVerdict(ca, now);
-    const caRequest = rotationRequest(caSecret);
-    const caReason = caCheck.unusable ?? (mayRotate ? (caCheck.renew ?? (caRequest && `rotation requested (${caRequest})`)) : undefined);
-    if (caReason || !ca) {
-      const next = createCA();
-      const bundle = trustedBundle([next.cert, ...(ca && !caCheck.unusable ? [ca.cert] : []), ...known], now);
-      const written = await writeTlsSecret(kube, namespace, CA_SECRET, caSecret, { 'tls.crt': next.cert, 'tls.key': next.key, [CA_BUNDLE_KEY]: joinPem(bundle) });
-      if (!written) throw new Conflict();
-      const level = caSecret && caCheck.unusable ? 'warn' : 'info';
-      logger[level](caSecret ? 'new CA issued; serving switches to it once every webhook configuration trusts it' : 'CA created', {
-        secret: `${namespace}/${CA_SECRET}`,
-        reason: caSecret ? caReason : 'missing',
-        expires: expiryOf(next.cert).toISOString(),
-      });
-      if (caSecret) metrics.certificateRotations.inc({ certificate: 'ca' });
-      // The serving certificate follows; `spec-guard rotate --ca` waits for that step.
-      if (caRequest && tlsSecret) {
-        await requestRotation(kube, namespace, TLS_SECRET, caRequest);
-        tlsSecret = await readSecret(kube, namespace, TLS_SECRET);
-      }
-      caSecret = written;
-      ca = next;
-    }
-    metrics.certificateExpiry.set({ certificate: 'ca' }, expiryOf(ca.cert).getTime() / 1000);
+    const { ca, known, tlsSecret } = await this.reconcileCa(now);
+    this.o.metrics.certificateExpiry.set({ certificate: 'ca' }, expiryOf(ca.cert).getTime() / 1000);
     const bundle = trustedBundle([ca.cert, ...known], now);
     await this.o.publishBundle(joinPem(bundle));
+    await this.reconcileServing(tlsSecret, ca, bundle, now);
+  }
 
+  /** The CA to sign with, created or rotated as needed, and every CA certificate seen. */
+  private async reconcileCa(now: Date): Promise<{ ca: KeyPair; known: string[]; tlsSecret: Secret | undefined }> {
+    const { kube, namespace, logger } = this.o;
+    const caSecret = await readSecret(kube, namespace, CA_SECRET);
+    let tlsSecret = await readSecret(kube, namespace, TLS_SECRET);
+    const ca = pairOf(caSecret);
+    const known = [...splitPem(secretText(caSecret, CA_BUNDLE_KEY)), ...splitPem(secretText(tlsSecret, 'ca.crt'))];
+    const check = caVerdict(ca, now);
+    const request = rotationRequest(caSecret);
+    const reason = check.unusable ?? (this.leading ? (check.renew ?? (request && `rotation requested (${request})`)) : undefined);
+    if (!reason && ca) return { ca, known, tlsSecret };
+
+    const next = createCA();
+    const bundle = trustedBundle([next.cert, ...(ca && !check.unusable ? [ca.cert] : []), ...known], now);
+    if (!(await writeTlsSecret(kube, namespace, CA_SECRET, caSecret, { 'tls.crt': next.cert, 'tls.key': next.key, [CA_BUNDLE_KEY]: joinPem(bundle) }))) {
+      throw new Conflict();
+    }
+    logger[caSecret && check.unusable ? 'warn' : 'info'](caSecret ? 'new CA issued; serving switches to it once every webhook configuration trusts it' : 'CA created', {
+      secret: `${namespace}/${CA_SECRET}`,
+      reason: caSecret ? reason : 'missing',
+      expires: expiryOf(next.cert).toISOString(),
+    });
+    if (caSecret) this.o.metrics.certificateRotations.inc({ certificate: 'ca' });
+    // The serving certificate follows; `spec-guard rotate --ca` waits for that step.
+    if (request && tlsSecret) {
+      await requestRotation(kube, namespace, TLS_SECRET, request);
+      tlsSecret = await readSecret(kube, namespace, TLS_SECRET);
+    }
+    return { ca: next, known: bundle, tlsSecret };
+  }
+
+  /** Issues a serving certificate when the current one cannot serve or is due (leader). */
+  private async reconcileServing(tlsSecret: Secret | undefined, ca: KeyPair, bundle: string[], now: Date): Promise<void> {
+    const { kube, namespace, logger } = this.o;
     const serving = pairOf(tlsSecret);
     const check = servingVerdict(serving, bundle, ca.cert, this.o.hosts, now);
     const request = rotationRequest(tlsSecret);
-    const reason = !tlsSecret ? 'missing' : (check.unusable ?? (mayRotate ? (check.renew ?? (request && `rotation requested (${request})`)) : undefined));
+    const reason = !tlsSecret ? 'missing' : (check.unusable ?? (this.leading ? (check.renew ?? (request && `rotation requested (${request})`)) : undefined));
     if (!reason) {
-      if (mayRotate && secretText(tlsSecret, 'ca.crt') !== joinPem(bundle)) {
+      if (this.leading && secretText(tlsSecret, 'ca.crt') !== joinPem(bundle)) {
         // Keep ca.crt current for whoever registers the webhooks from it (GitOps installs).
         if (!(await writeTlsSecret(kube, namespace, TLS_SECRET, tlsSecret, { 'tls.crt': serving!.cert, 'tls.key': serving!.key, 'ca.crt': joinPem(bundle) }))) {
           throw new Conflict();
@@ -223,7 +230,7 @@ export class CertificateManager {
       reason,
       expires: expiryOf(next.cert).toISOString(),
     });
-    if (tlsSecret) metrics.certificateRotations.inc({ certificate: 'serving' });
+    if (tlsSecret) this.o.metrics.certificateRotations.inc({ certificate: 'serving' });
     this.adopt(written);
   }
 
