@@ -122,8 +122,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     const render = (caBundle: string) => renderWebhookConfigurations(policy, { endpoint, caBundle, excludedNamespaces: ['kube-system', o.namespace] });
     registrar = new WebhookRegistrar(kube, render, '', metrics, logger);
   }
-  // Hot reload: new TLS connections get the new certificate; open ones finish on the old.
   const recordExpiry = (m: ServingMaterial) => metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(m.cert).getTime() / 1000);
+  // Hot reload: new TLS connections get the new certificate; open ones finish on the old.
   const serveWith = (m: ServingMaterial) => {
     server?.setSecureContext({ cert: m.cert, key: m.key });
     recordExpiry(m);

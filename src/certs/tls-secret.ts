@@ -44,7 +44,6 @@ export async function writeTlsSecret(
   name: string,
   current: Secret | undefined,
   data: Record<string, string>,
-  annotations: Record<string, string> = {},
 ): Promise<Secret | undefined> {
   const kept = { ...current?.metadata.annotations };
   const request = kept[ROTATE_REQUESTED];
@@ -56,7 +55,7 @@ export async function writeTlsSecret(
       namespace,
       resourceVersion: current?.metadata.resourceVersion,
       labels: { ...current?.metadata.labels, 'app.kubernetes.io/managed-by': 'spec-guard' },
-      annotations: { ...kept, ...annotations },
+      annotations: kept,
     },
     // The type is immutable: a Secret made by someone else keeps its own.
     type: current?.type ?? 'kubernetes.io/tls',
