@@ -16,13 +16,9 @@ import {
   stamperFromSecret,
   Watcher,
 } from './sync/index.js';
-import {
-  createWebhookServer,
-  renderWebhookConfigurations,
-  configurationsCarry,
-  WebhookRegistrar,
-  type WebhookEndpoint,
-} from './webhook/index.js';
+import { createWebhookServer } from './webhook/index.js';
+import { configurationsCarry, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
+
 
 export interface RuntimeOptions {
   config: Config;
@@ -119,7 +115,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     const endpoint: WebhookEndpoint = o.webhookUrl
       ? { url: o.webhookUrl }
       : { service: { name: o.serviceName, namespace: o.namespace, port: 443 } };
-    const render = (caBundle: string) => renderWebhookConfigurations(policy, { endpoint, caBundle, excludedNamespaces: ['kube-system', o.namespace] });
+    const render = (caBundle: string) => renderAdmissionObjects(policy, { endpoint, caBundle, excludedNamespaces: ['kube-system', o.namespace] });
     registrar = new WebhookRegistrar(kube, render, '', metrics, logger);
   }
   const recordExpiry = (m: ServingMaterial) => metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(m.cert).getTime() / 1000);

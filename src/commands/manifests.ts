@@ -2,13 +2,15 @@ import { readFileSync } from 'node:fs';
 import { stringify } from 'yaml';
 import { loadConfig } from '../config/index.js';
 import { Policy } from '../sync/index.js';
-import { renderWebhookConfigurations, type WebhookEndpoint } from '../webhook/registration.js';
+import { renderAdmissionObjects, type WebhookEndpoint } from '../registration/index.js';
 import { parseFlags, parsePort, UsageError } from './args.js';
 
 export const manifestsHelp = `Usage: spec-guard manifests --config FILE [flags]
 
-Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration that
-'spec-guard serve' would register, as YAML, for installs that apply them with GitOps.
+Prints the admission objects that 'spec-guard serve' would register, as YAML, for
+installs that apply them with GitOps: the MutatingWebhookConfiguration, the
+ValidatingWebhookConfiguration and, unless the configuration sets admissionPolicy: false,
+the ValidatingAdmissionPolicy and its binding.
 
 Flags:
   --config FILE          configuration file (required)
@@ -41,11 +43,7 @@ export function manifests(argv: string[]): number {
     ? { url: flags['webhook-url'] }
     : { service: { name: serviceName, namespace, port: parsePort(flags['service-port'], '--service-port', 443) } };
   const caBundle = flags['ca-bundle-file'] ? readFileSync(flags['ca-bundle-file'], 'utf8') : '';
-  const { mutating, validating } = renderWebhookConfigurations(policy, {
-    endpoint,
-    caBundle,
-    excludedNamespaces: ['kube-system', namespace],
-  });
-  process.stdout.write(`${stringify(mutating)}---\n${stringify(validating)}`);
+  const objects = renderAdmissionObjects(policy, { endpoint, caBundle, excludedNamespaces: ['kube-system', namespace] });
+  process.stdout.write(Object.values(objects).map((o) => stringify(o, { aliasDuplicateObjects: false })).join('---\n'));
   return 0;
 }

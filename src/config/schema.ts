@@ -38,6 +38,12 @@ const trust = z.strictObject({
   users: z.array(z.string().min(1)).default(['system:serviceaccount:argocd:argocd-agent-agent']),
   groups: z.array(z.string().min(1)).default([]),
   fieldManagers: z.array(z.string().min(1)).default(['argocd-agent']),
+  /**
+   * Untrusted writers whose spec writes are legitimate only after normalization (Argo CD's
+   * application-controller): the in-apiserver policy leaves their spec changes to the
+   * webhook, which compares normalized views.
+   */
+  normalizedWriters: z.array(z.string().min(1)).default(['system:serviceaccount:argocd:argocd-application-controller']),
 });
 
 const store = z.strictObject({
@@ -51,6 +57,11 @@ export const configSchema = z.strictObject({
   resources: z.array(resourceRule).min(1, { message: 'must list at least one resource rule' }),
   store: store.default(store.parse({})),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /**
+   * Register the ValidatingAdmissionPolicy (Kubernetes >= 1.30) that holds the line inside
+   * the apiserver while spec-guard is down. Off: the guard webhooks fail closed instead.
+   */
+  admissionPolicy: z.boolean().default(true),
 });
 
 export type Config = z.infer<typeof configSchema>;

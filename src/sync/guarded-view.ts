@@ -19,7 +19,7 @@ export interface View {
   hash: string;
 }
 
-function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[]): IgnoreTree | undefined {
+export function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[]): IgnoreTree | undefined {
   let tree: IgnoreTree | undefined;
   for (const pointer of ignorePointers) {
     const tokens = parsePointer(pointer);

@@ -43,6 +43,11 @@ function listPointers(pointers: string[]): string {
   return pointers.length > MAX_POINTERS_SHOWN ? `${shown} and ${pointers.length - MAX_POINTERS_SHOWN} more` : shown;
 }
 
+const LABELS_POINTER = '/metadata/labels';
+/** Puts the labels of `old` back, so that the object stays in the selection it was in. */
+const labelsOp = (old: KubeObject): PatchOp =>
+  old.metadata?.labels ? { op: 'add', path: LABELS_POINTER, value: old.metadata.labels } : { op: 'remove', path: LABELS_POINTER };
+
 /** Patch that sets the stamp annotation, creating metadata.annotations when absent. */
 function setStampOps(object: KubeObject, stamp: string | undefined): PatchOp[] {
   if (stamp === undefined) return stampOf(object) === undefined ? [] : [{ op: 'remove', path: STAMP_POINTER }];
@@ -78,15 +83,25 @@ function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key:
   return { kind: 'allow', reason: 'trusted', patch: setStampOps(object, stamp) };
 }
 
+/** Does this write move the object into or out of a rule's selection (by its labels)? */
+function selectionChanged(req: AdmissionRequest, ctx: DecisionContext): boolean {
+  const { group, resource } = req.resource;
+  const before = ctx.policy.match(group, resource, req.namespace, [req.oldObject?.metadata?.labels]);
+  const after = ctx.policy.match(group, resource, req.namespace, [req.object?.metadata?.labels]);
+  return before !== after;
+}
+
 function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: string, ctx: DecisionContext): Decision {
   const object = req.object!;
   const old = req.oldObject!;
   const canonical = resolveCanonical(rule, key, old, ctx);
   const stampChanged = stampOf(object) !== stampOf(old);
-  if (!stampChanged && rule.view.of(object).hash === canonical.hash) return { kind: 'allow', reason: 'unchanged' };
+  const moved = selectionChanged(req, ctx);
+  if (!stampChanged && !moved && rule.view.of(object).hash === canonical.hash) return { kind: 'allow', reason: 'unchanged' };
 
   const changed = rule.view.changedPointers(canonical.values(), object);
   if (stampChanged) changed.push(STAMP_POINTER);
+  if (moved) changed.push(LABELS_POINTER);
   const what = describe(req, object);
   const unknownNote = canonical.known ? '' : ' (no canonical value is known yet; compared with the stored object)';
   const sourceOfTruth = `${rule.view.pointers.join(', ')} of ${what} is owned by the source of truth`;
@@ -103,7 +118,11 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
     return {
       kind: 'allow',
       reason: 'rewritten',
-      patch: [...rule.view.restoreOps(canonical.values(), object), ...(stampChanged ? setStampOps(object, stampOf(old)) : [])],
+      patch: [
+        ...rule.view.restoreOps(canonical.values(), object),
+        ...(stampChanged ? setStampOps(object, stampOf(old)) : []),
+        ...(moved ? [labelsOp(old)] : []),
+      ],
       warnings: [`spec-guard: ${sourceOfTruth}; your change to ${listPointers(changed)} was undone${unknownNote}`],
     };
   }

@@ -3,5 +3,3 @@ export type { Decision, Webhook, AllowReason } from './decision.js';
 export type { AdmissionRequest, AdmissionReview, AdmissionResponse, KubeObject, ManagedFieldsEntry } from './admission-types.js';
 export { parseReview, reviewResponse, BadReviewError } from './review.js';
 export { createWebhookApp, createWebhookServer, MAX_BODY_BYTES, type WebhookServerOptions } from './server.js';
-export { renderWebhookConfigurations, WEBHOOK_CONFIGURATION_NAME, type WebhookEndpoint, type WebhookConfigurations } from './registration.js';
-export { WebhookRegistrar, covers, configurationsCarry } from './register.js';

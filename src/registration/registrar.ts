@@ -2,13 +2,19 @@ import { isNotFound, Reflector, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { bundleCarries } from '../certs/bundle.js';
-import { WEBHOOK_CONFIGURATION_NAME, type WebhookConfigurations } from './registration.js';
+import { ADMISSION_OBJECT_NAME } from './shared.js';
 
 const collections = {
   MutatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
   ValidatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
+  ValidatingAdmissionPolicy: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
+  ValidatingAdmissionPolicyBinding: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
 } as const;
 type ConfigKind = keyof typeof collections;
+const webhookKinds: ConfigKind[] = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
+
+/** The admission objects spec-guard registers, by kind (the policy and binding may be absent). */
+export type AdmissionObjects = Partial<Record<ConfigKind, Record<string, unknown>>>;
 
 interface StoredConfiguration {
   metadata: { resourceVersion?: string; [key: string]: unknown };
@@ -35,10 +41,10 @@ interface StoredWebhook {
 
 /** True when every webhook of both configurations trusts `caPem` (absent configurations break nothing). */
 export async function configurationsCarry(kube: KubeClient, caPem: string): Promise<boolean> {
-  for (const collection of Object.values(collections)) {
+  for (const kind of webhookKinds) {
     let current: StoredConfiguration;
     try {
-      current = await kube.request<StoredConfiguration>('GET', `${collection}/${WEBHOOK_CONFIGURATION_NAME}`);
+      current = await kube.request<StoredConfiguration>('GET', `${collections[kind]}/${ADMISSION_OBJECT_NAME}`);
     } catch (err) {
       if (isNotFound(err)) continue;
       throw err;
@@ -52,6 +58,7 @@ export async function configurationsCarry(kube: KubeClient, caPem: string): Prom
 
 /** The desired webhooks, with the caBundle found in `current` where spec-guard leaves it to a CA injector. */
 function keepInjectedBundles(desired: Record<string, unknown>, current: StoredConfiguration): Record<string, unknown> {
+  if (!desired.webhooks) return desired;
   const found = new Map(((current.webhooks ?? []) as StoredWebhook[]).map((w) => [w.name, w.clientConfig?.caBundle]));
   const webhooks = (desired.webhooks as (StoredWebhook & Record<string, unknown>)[]).map((w) =>
     w.clientConfig?.caBundle || !found.get(w.name) ? w : { ...w, clientConfig: { ...w.clientConfig, caBundle: found.get(w.name) } },
@@ -59,56 +66,68 @@ function keepInjectedBundles(desired: Record<string, unknown>, current: StoredCo
   return { ...desired, webhooks };
 }
 
+/** What `desired` sets besides its identity: the part a repair must bring back. */
+function owned(desired: Record<string, unknown>): Record<string, unknown> {
+  const { apiVersion: _apiVersion, kind: _kind, metadata, ...rest } = desired;
+  return { ...rest, metadata: { labels: (metadata as { labels?: unknown }).labels } };
+}
+
 /**
- * Keeps spec-guard's two webhook configurations as rendered: creates them, and restores
- * them when deleted or edited (caBundle included), from a watch on exactly those two
- * objects. Touches no other configuration. Only the leader is active, so that replicas
- * with different views (a rolling update, a CA rotation seen a moment apart) never take
- * turns overwriting each other; every replica keeps its desired state current.
+ * Keeps spec-guard's admission objects as rendered (both webhook configurations, and the
+ * admission policy with its binding): creates them, and restores them when deleted or
+ * edited (caBundle included), from a watch on exactly those objects. Touches no other
+ * object. Only the leader is active, so that replicas with different views (a rolling
+ * update, a CA rotation seen a moment apart) never take turns overwriting each other;
+ * every replica keeps its desired state current. A repair means the layer was missing or
+ * altered for a while: a blind window, logged as such and counted.
  */
 export class WebhookRegistrar {
   private reflectors: Reflector<StoredConfiguration>[] = [];
   private pending = new Map<ConfigKind, Promise<void>>();
   private again = new Set<ConfigKind>();
-  private desired: WebhookConfigurations;
+  private desired: AdmissionObjects;
   private active = false;
   private activation: Promise<void> = Promise.resolve();
+  private readonly kinds: ConfigKind[];
+  /** Kinds that were in place once: missing again later means someone deleted them. */
+  private readonly placed = new Set<ConfigKind>();
 
   constructor(
     private readonly kube: KubeClient,
-    private readonly render: (caBundle: string) => WebhookConfigurations,
+    private readonly render: (caBundle: string) => AdmissionObjects,
     private caBundle: string,
     private readonly metrics: Metrics,
     private readonly logger: Logger,
   ) {
     this.desired = render(caBundle);
+    this.kinds = (Object.keys(collections) as ConfigKind[]).filter((kind) => this.desired[kind]);
   }
 
-  private desiredOf(kind: ConfigKind): Record<string, unknown> {
-    return kind === 'MutatingWebhookConfiguration' ? this.desired.mutating : this.desired.validating;
-  }
-
-  /** Brings one configuration to the desired state; repairs are logged and counted. */
+  /** Brings one object to the desired state; repairs are logged and counted. */
   async reconcile(kind: ConfigKind): Promise<void> {
-    const path = `${collections[kind]}/${WEBHOOK_CONFIGURATION_NAME}`;
+    const path = `${collections[kind]}/${ADMISSION_OBJECT_NAME}`;
     let current: StoredConfiguration | undefined;
     try {
       current = await this.kube.request<StoredConfiguration>('GET', path);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
+    const wanted = this.desired[kind]!;
     if (!current) {
-      await this.kube.request('POST', collections[kind], { body: this.desiredOf(kind) });
+      await this.kube.request('POST', collections[kind], { body: wanted });
       this.metrics.webhookRepairs.inc({ kind });
-      this.logger.info('webhook configuration created', { kind, name: WEBHOOK_CONFIGURATION_NAME });
+      if (this.placed.has(kind)) this.logger.warn('admission object restored: it was deleted (a blind window)', { kind, name: ADMISSION_OBJECT_NAME });
+      else this.logger.info('admission object created', { kind, name: ADMISSION_OBJECT_NAME });
+      this.placed.add(kind);
       return;
     }
-    const desired = keepInjectedBundles(this.desiredOf(kind), current);
-    if (covers(current, { webhooks: desired.webhooks, metadata: { labels: (desired.metadata as { labels: unknown }).labels } })) return;
-    const body = { ...desired, metadata: { ...(desired.metadata as object), resourceVersion: current.metadata.resourceVersion } };
+    this.placed.add(kind);
+    const desired = keepInjectedBundles(wanted, current);
+    if (covers(current, owned(desired))) return;
+    const body = { ...desired, metadata: { ...current.metadata, ...(desired.metadata as object), resourceVersion: current.metadata.resourceVersion } };
     await this.kube.request('PUT', path, { body });
     this.metrics.webhookRepairs.inc({ kind });
-    this.logger.info('webhook configuration restored', { kind, name: WEBHOOK_CONFIGURATION_NAME });
+    this.logger.warn('admission object restored: it was changed by someone else (a blind window)', { kind, name: ADMISSION_OBJECT_NAME });
   }
 
   /** Serializes reconciles per kind; a change that arrives during one triggers another. */
@@ -124,7 +143,7 @@ export class WebhookRegistrar {
         try {
           await this.reconcile(kind);
         } catch (err) {
-          this.logger.warn('webhook configuration reconcile failed; retrying', { kind, error: (err as Error).message });
+          this.logger.warn('admission object reconcile failed; retrying', { kind, error: (err as Error).message });
           await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5000)));
           this.again.add(kind);
         }
@@ -142,9 +161,8 @@ export class WebhookRegistrar {
     this.caBundle = caBundle;
     this.desired = this.render(caBundle);
     if (!this.active) return;
-    const kinds = Object.keys(collections) as ConfigKind[];
     // A reconcile already running may have rendered the old bundle: run once more after it.
-    await Promise.all(kinds.map((kind) => this.schedule(kind).then(() => this.schedule(kind))));
+    await Promise.all(webhookKinds.map((kind) => this.schedule(kind).then(() => this.schedule(kind))));
   }
 
   /** Starts (leader) or stops reconciling; resolves when an activation has applied the configurations once. */
@@ -162,17 +180,16 @@ export class WebhookRegistrar {
   }
 
   private async activate(): Promise<void> {
-    const kinds = Object.keys(collections) as ConfigKind[];
-    await Promise.all(kinds.map((kind) => this.schedule(kind)));
-    for (const kind of kinds) {
+    await Promise.all(this.kinds.map((kind) => this.schedule(kind)));
+    for (const kind of this.kinds) {
       if (!this.active) return;
       const reflector = new Reflector<StoredConfiguration>(
         this.kube,
-        { path: collections[kind], fieldSelector: `metadata.name=${WEBHOOK_CONFIGURATION_NAME}`, silenceMs: 30_000 },
+        { path: collections[kind], fieldSelector: `metadata.name=${ADMISSION_OBJECT_NAME}`, silenceMs: 30_000 },
         {
           onListPage: () => void this.schedule(kind),
           onEvent: () => void this.schedule(kind),
-          onRestart: (reason) => this.logger.debug('webhook configuration watch restarted', { kind, reason }),
+          onRestart: (reason) => this.logger.debug('admission object watch restarted', { kind, reason }),
         },
       );
       this.reflectors.push(reflector);

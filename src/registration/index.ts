@@ -1,0 +1,5 @@
+export { renderAdmissionObjects } from './render-all.js';
+export { renderWebhookConfigurations, type RenderOptions, type WebhookEndpoint, type WebhookConfigurations } from './render-webhooks.js';
+export { renderAdmissionPolicy, policyCovers, type AdmissionPolicyObjects } from './render-policy.js';
+export { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL } from './shared.js';
+export { WebhookRegistrar, covers, configurationsCarry, type AdmissionObjects } from './registrar.js';

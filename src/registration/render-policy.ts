@@ -1,0 +1,123 @@
+import type { Policy, Rule, IgnoreTree } from '../sync/index.js';
+import { buildIgnoreTree, parsePointer } from '../sync/index.js';
+import { celList, celString, celStamp, celValueAt, identityExpression, membership } from './cel.js';
+import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
+
+/**
+ * Layer 0: a ValidatingAdmissionPolicy and its binding, evaluated inside the apiserver, so
+ * they hold while every spec-guard replica is down. They decide what needs no canonical
+ * value: an untrusted writer may not change a guarded pointer (ignored pointers aside), the
+ * stamp, or whether the object is in a guarded selection, nor create or delete a guarded
+ * object unless the rule allows it. Pure: rendered from the policy alone.
+ */
+
+/** Rules the policy holds the line for: the modes that refuse or undo untrusted changes. */
+export function policyCovers(rule: Rule): boolean {
+  if (rule.mode !== 'enforce' && rule.mode !== 'rewrite') return false;
+  // CEL compares map members by key; an ignored list element cannot be expressed, so such a
+  // rule stays with the (fail-closed) webhook.
+  return !rule.config.ignore.some((p) => parsePointer(p).some((t) => /^(\d+|-)$/.test(t)));
+}
+
+/** CEL: `a` equals `b` except at the ignored members (descending into maps only). */
+function equalExcept(a: string, b: string, tree: IgnoreTree | undefined, depth = 0): string {
+  if (!tree) return `${a} == ${b}`;
+  const k = `k${depth}`;
+  const skipped = celList(Object.keys(tree));
+  const parts = [
+    `${a}.all(${k}, ${k} in ${skipped} || (${k} in ${b} && ${a}[${k}] == ${b}[${k}]))`,
+    `${b}.all(${k}, ${k} in ${skipped} || ${k} in ${a})`,
+  ];
+  for (const [key, sub] of Object.entries(tree)) {
+    if (sub === true) continue;
+    const q = celString(key);
+    parts.push(`((${q} in ${a}) == (${q} in ${b}) && (!(${q} in ${a}) || ${equalExcept(`${a}[${q}]`, `${b}[${q}]`, sub, depth + 1)}))`);
+  }
+  return `(${a} != null && ${b} != null && type(${a}) == map && type(${b}) == map ? (${parts.join(' && ')}) : ${a} == ${b})`;
+}
+
+const objectName = `request.kind.kind + ' ' + (request.namespace != '' ? request.namespace + '/' : '') + request.name`;
+const WHERE = "Make the change on the source-of-truth cluster; it is synced here. (spec-guard admission policy)";
+
+export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string[]) {
+  const covered = policy.rules.filter(policyCovers);
+  const trusted = identityExpression([...policy.config.trust.users, ...(policy.selfUser ? [policy.selfUser] : [])], policy.config.trust.groups);
+  const normalized = policy.config.trust.normalizedWriters;
+  const variables: Array<{ name: string; expression: string }> = [];
+  const validations: Array<{ expression: string; messageExpression: string; reason: string }> = [];
+
+  for (const rule of policy.rules) {
+    const i = rule.index;
+    variables.push({ name: `old${i}`, expression: membership(rule, 'oldObject') }, { name: `new${i}`, expression: membership(rule, 'object') });
+    if (!covered.includes(rule)) continue;
+    // First match wins, as in the webhook: an earlier rule for the same resource takes the object.
+    const earlier = policy.rules.filter((r) => r.index < i && r.config.group === rule.config.group && r.config.resource === rule.config.resource);
+    const governs = [`(variables.old${i} || variables.new${i})`, ...earlier.map((r) => `!(variables.old${r.index} || variables.new${r.index})`)].join(' && ');
+    variables.push({ name: `governs${i}`, expression: governs });
+    const on = (operation: string) => `request.operation == '${operation}' && variables.governs${i}`;
+    const pointers = rule.view.pointers;
+
+    if (rule.config.creates === 'deny') {
+      validations.push({
+        expression: `!(${on('CREATE')})`,
+        messageExpression: `'spec-guard: creating ' + ${objectName} + ' is reserved for the source of truth; create it on the source-of-truth cluster and it is synced here.'`,
+        reason: 'Forbidden',
+      });
+    }
+    if (rule.config.deletes === 'deny') {
+      validations.push({
+        expression: `!(${on('DELETE')})`,
+        messageExpression: `'spec-guard: deleting ' + ${objectName} + ' is reserved for the source of truth; delete it on the source-of-truth cluster and it is removed here.'`,
+        reason: 'Forbidden',
+      });
+    }
+    const equal = pointers.map((pointer) => {
+      const tokens = parsePointer(pointer);
+      return equalExcept(celValueAt('object', tokens), celValueAt('oldObject', tokens), buildIgnoreTree(tokens, rule.config.ignore));
+    });
+    // Writers whose changes are equal only after normalization (Argo CD's controller) are left to the webhook.
+    const exempt = rule.config.normalizer && normalized.length ? `request.userInfo.username in ${celList(normalized)} || ` : '';
+    validations.push({
+      expression: `!(${on('UPDATE')}) || ${exempt}(${equal.join(' && ')})`,
+      messageExpression: `'spec-guard: ${pointers.join(', ')} of ' + ${objectName} + ' is owned by the source of truth; this write changes it. ${WHERE}'`,
+      reason: 'Forbidden',
+    });
+    validations.push({
+      expression: `!(${on('UPDATE')}) || ${celStamp('object')} == ${celStamp('oldObject')}`,
+      messageExpression: `'spec-guard: the stamp annotation of ' + ${objectName} + ' is written by spec-guard only. ${WHERE}'`,
+      reason: 'Forbidden',
+    });
+    validations.push({
+      expression: `!(${on('UPDATE')}) || variables.old${i} == variables.new${i}`,
+      messageExpression: `'spec-guard: this write moves ' + ${objectName} + ' into or out of a guarded selection (its labels). ${WHERE}'`,
+      reason: 'Forbidden',
+    });
+  }
+
+  const metadata = { name: ADMISSION_OBJECT_NAME, labels: MANAGED_BY_LABEL };
+  const vap = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata,
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: {
+        resourceRules: resourceRules(covered, ['CREATE', 'UPDATE', 'DELETE']),
+        namespaceSelector: namespaceSelector(policy, excludedNamespaces),
+        matchPolicy: 'Equivalent',
+      },
+      matchConditions: [{ name: 'untrusted', expression: `!(${trusted})` }],
+      variables,
+      validations,
+    },
+  };
+  const binding = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    metadata,
+    spec: { policyName: ADMISSION_OBJECT_NAME, validationActions: ['Deny'] },
+  };
+  return covered.length ? { policy: vap, binding } : undefined;
+}
+
+export type AdmissionPolicyObjects = NonNullable<ReturnType<typeof renderAdmissionPolicy>>;

@@ -1,0 +1,120 @@
+import type { Policy } from '../sync/index.js';
+import { parsePointer } from '../sync/index.js';
+import { celStamp, celValueAt, identityExpression, membership } from './cel.js';
+import { policyCovers } from './render-policy.js';
+import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
+
+/** Where the apiserver reaches spec-guard: a URL base, or an in-cluster Service. */
+export type WebhookEndpoint =
+  | { url: string }
+  | { service: { name: string; namespace: string; port: number } };
+
+export interface RenderOptions {
+  endpoint: WebhookEndpoint;
+  /** PEM bundle of the CAs that sign the serving certificate. */
+  caBundle: string;
+  /** Namespaces never sent to the webhook (kube-system and spec-guard's own). */
+  excludedNamespaces: string[];
+}
+
+/**
+ * CEL that is true unless an UPDATE leaves every guarded path, the stamp and the object's
+ * membership of every selective rule as they were: only such writes need the webhook.
+ */
+export function guardedChangeExpression(policy: Policy): string {
+  const pointers = [...new Set(policy.rules.flatMap((r) => r.config.guardedPaths))].map(parsePointer);
+  const changes = pointers.map((tokens) => `${celValueAt('object', tokens)} != ${celValueAt('oldObject', tokens)}`);
+  changes.push(`${celStamp('object')} != ${celStamp('oldObject')}`);
+  for (const rule of policy.rules) {
+    if (rule.config.labelSelector) changes.push(`(${membership(rule, 'object')}) != (${membership(rule, 'oldObject')})`);
+  }
+  return `request.operation != 'UPDATE' || ${changes.join(' || ')}`;
+}
+
+function clientConfig(endpoint: WebhookEndpoint, path: string, caBundle: string): Record<string, unknown> {
+  // An empty bundle is left out, for a CA injector (cert-manager) to fill in.
+  const base = caBundle ? { caBundle: Buffer.from(caBundle).toString('base64') } : {};
+  if ('url' in endpoint) return { ...base, url: `${endpoint.url.replace(/\/+$/, '')}${path}` };
+  return { ...base, service: { ...endpoint.service, path } };
+}
+
+/**
+ * The MutatingWebhookConfiguration and ValidatingWebhookConfiguration for a policy:
+ * trusted writers are stamped (failurePolicy Ignore: never block the source of truth);
+ * untrusted writers are checked, failing closed only where the admission policy does not
+ * already hold the line (see render-policy.ts); trusted deletes record a tombstone (Fail,
+ * since a delete without one would be undone).
+ */
+export function renderWebhookConfigurations(policy: Policy, options: RenderOptions) {
+  const users = [...policy.config.trust.users, ...(policy.selfUser ? [policy.selfUser] : [])];
+  const trusted = identityExpression(users, policy.config.trust.groups);
+  const changed = guardedChangeExpression(policy);
+  // With the in-apiserver policy in place for every rule that refuses or undoes untrusted
+  // changes, the guard webhook adds precision (messages, normalizers, rewrite) but need not
+  // fail closed: an outage then costs precision, not protection.
+  const policyHolds = policy.config.admissionPolicy && policy.rules.every((r) => r.mode === 'warn' || r.mode === 'off' || policyCovers(r));
+  const guardFailurePolicy = policyHolds ? 'Ignore' : 'Fail';
+  const common = {
+    admissionReviewVersions: ['v1'],
+    sideEffects: 'NoneOnDryRun',
+    timeoutSeconds: 3,
+    matchPolicy: 'Equivalent',
+    namespaceSelector: namespaceSelector(policy, options.excludedNamespaces),
+  };
+  const isTrusted = { name: 'trusted', expression: trusted };
+  const isUntrusted = { name: 'untrusted', expression: `!(${trusted})` };
+  const guardedChange = { name: 'guarded-change', expression: changed };
+  const metadata = { name: ADMISSION_OBJECT_NAME, labels: MANAGED_BY_LABEL };
+
+  const mutating = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata,
+    webhooks: [
+      {
+        ...common,
+        name: 'stamp.spec-guard.io',
+        clientConfig: clientConfig(options.endpoint, '/mutate', options.caBundle),
+        rules: resourceRules(policy.rules, ['CREATE', 'UPDATE']),
+        failurePolicy: 'Ignore',
+        reinvocationPolicy: 'IfNeeded',
+        matchConditions: [isTrusted],
+      },
+      {
+        ...common,
+        name: 'guard.spec-guard.io',
+        clientConfig: clientConfig(options.endpoint, '/mutate', options.caBundle),
+        rules: resourceRules(policy.rules, ['CREATE', 'UPDATE']),
+        failurePolicy: guardFailurePolicy,
+        reinvocationPolicy: 'IfNeeded',
+        matchConditions: [isUntrusted, guardedChange],
+      },
+    ],
+  };
+  const validating = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata,
+    webhooks: [
+      {
+        ...common,
+        name: 'guard.spec-guard.io',
+        clientConfig: clientConfig(options.endpoint, '/validate', options.caBundle),
+        rules: resourceRules(policy.rules, ['CREATE', 'UPDATE', 'DELETE']),
+        failurePolicy: guardFailurePolicy,
+        matchConditions: [isUntrusted, guardedChange],
+      },
+      {
+        ...common,
+        name: 'tombstone.spec-guard.io',
+        clientConfig: clientConfig(options.endpoint, '/validate', options.caBundle),
+        rules: resourceRules(policy.rules, ['DELETE']),
+        failurePolicy: 'Fail',
+        matchConditions: [isTrusted],
+      },
+    ],
+  };
+  return { mutating, validating };
+}
+
+export type WebhookConfigurations = ReturnType<typeof renderWebhookConfigurations>;
