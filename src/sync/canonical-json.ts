@@ -20,42 +20,33 @@ function quote(key: string): string {
 }
 
 /**
- * Canonical JSON: sorted keys, and the generic rule that absent, null, {} and [] are
- * equal (object members whose value is empty are dropped, recursively). Returns
- * undefined for an empty value. Ignored members are left out. This runs on every
- * admission request, so it builds one string in one walk.
+ * Canonical JSON: sorted keys, every value exactly as given (null, {} and [] are values of
+ * their own: Argo CD treats `automated: {}` unlike an absent `automated`). Returns undefined
+ * for an absent value. Ignored members are left out. This runs on every admission request,
+ * so it builds one string in one walk.
  */
 export function canonicalJson(value: unknown, ignore?: IgnoreTree): string | undefined {
-  if (value === null || value === undefined) return undefined;
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value);
-    case 'number':
-    case 'boolean':
-      return JSON.stringify(value);
-    default:
-      break;
-  }
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
   if (Array.isArray(value)) {
-    if (value.length === 0) return undefined;
-    let out = '';
+    let out = '[';
     for (let i = 0; i < value.length; i++) {
       const sub = ignore === undefined ? undefined : ignore[String(i)];
       if (sub === true) continue;
-      out += (out ? ',' : '[') + (canonicalJson(value[i], sub) ?? 'null');
+      out += (out.length > 1 ? ',' : '') + (canonicalJson(value[i], sub) ?? 'null');
     }
-    return out ? `${out}]` : undefined;
+    return `${out}]`;
   }
   if (!isPlainObject(value)) return JSON.stringify(value);
   const keys = Object.keys(value);
   if (keys.length > 1) keys.sort();
-  let out = '';
+  let out = '{';
   for (const key of keys) {
     const sub = ignore === undefined ? undefined : ignore[key];
     if (sub === true) continue;
     const member = canonicalJson(value[key], sub);
     if (member === undefined) continue;
-    out += (out ? ',' : '{') + quote(key) + ':' + member;
+    out += (out.length > 1 ? ',' : '') + quote(key) + ':' + member;
   }
-  return out ? `${out}}` : undefined;
+  return `${out}}`;
 }

@@ -133,7 +133,7 @@ export type PatchOp =
 
 /**
  * Appends the pointers at which `a` and `b` differ, under the canonical-JSON equality
- * (absent, null, {} and [] are equal). One walk over both trees: O(size).
+ * (exact, key order aside). One walk over both trees: O(size).
  */
 function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string[], out: string[]): void {
   if (a === b) return;
@@ -155,7 +155,7 @@ function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string
     }
     return;
   }
-  // Different shapes or values: equal only when both are empty, or they serialize alike.
+  // Different shapes or values: equal only when they serialize alike.
   if (canonicalJson(a, ignore) !== canonicalJson(b, ignore)) out.push(formatPointer(at));
 }
 

@@ -18,6 +18,7 @@ describe('configuration', () => {
       users: ['system:serviceaccount:argocd:argocd-agent-agent'],
       groups: [],
       fieldManagers: ['argocd-agent'],
+      normalizedWriters: ['system:serviceaccount:argocd:argocd-application-controller'],
     });
     expect(config.resources[0]).toEqual({
       group: 'argoproj.io',

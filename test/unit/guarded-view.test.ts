@@ -2,11 +2,20 @@ import { describe, expect, it } from '@jest/globals';
 import { canonicalJson, GuardedView, Stamper } from '../../src/sync/index.js';
 
 describe('canonical JSON', () => {
-  it('sorts keys and treats absent, null, {} and [] as equal', () => {
-    expect(canonicalJson({ b: 1, a: { z: null, y: [] }, c: {} })).toBe('{"b":1}');
+  it('sorts keys and keeps null, {} and [] as values of their own', () => {
+    expect(canonicalJson({ b: 1, a: { z: null, y: [] }, c: {} })).toBe('{"a":{"y":[],"z":null},"b":1,"c":{}}');
     expect(canonicalJson({ a: 1, b: 2 })).toBe(canonicalJson({ b: 2, a: 1 }));
-    expect(canonicalJson(null)).toBeUndefined();
-    expect(canonicalJson([{}])).toBe('[null]');
+    expect(canonicalJson(undefined)).toBeUndefined();
+    expect(canonicalJson(null)).toBe('null');
+    expect(canonicalJson([{}])).toBe('[{}]');
+  });
+
+  it('tells an empty block from an absent one (automated: {} turns auto-sync on)', () => {
+    const view = new GuardedView(['/spec'], []);
+    expect(view.of({ spec: { syncPolicy: { automated: {} } } }).hash).not.toBe(view.of({ spec: { syncPolicy: {} } }).hash);
+    expect(view.changedPointers(view.valuesOf({ spec: { syncPolicy: {} } }), { spec: { syncPolicy: { automated: {} } } })).toEqual([
+      '/spec/syncPolicy/automated',
+    ]);
   });
 
   it('keeps values that are not empty: false, 0 and ""', () => {
