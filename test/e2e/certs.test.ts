@@ -126,7 +126,7 @@ function startLoad() {
     await waitFor('the configuration to be recreated', () => kubectl([], ['get', 'mutatingwebhookconfiguration', 'spec-guard']).code === 0, 5000, 50);
     expect(Date.now() - started).toBeLessThan(5000);
     expect(aliceEditRefused()).toBe(true);
-    await sg.waitForLog(/webhook configuration created.*MutatingWebhookConfiguration/);
+    await sg.waitForLog(/admission object restored: it was deleted.*MutatingWebhookConfiguration/);
   });
 
   it('2. a corrupted caBundle is corrected within 5 s', async () => {
@@ -136,7 +136,7 @@ function startLoad() {
     const started = Date.now();
     await waitFor('the caBundle to be corrected', () => bundleCarries(configBundle('validatingwebhookconfiguration'), ca), 5000, 50);
     expect(Date.now() - started).toBeLessThan(5000);
-    await sg.waitForLog(/webhook configuration restored.*ValidatingWebhookConfiguration/);
+    await sg.waitForLog(/admission object restored: it was changed.*ValidatingWebhookConfiguration/);
     const repairs = /spec_guard_webhook_configuration_repairs_total\{kind="ValidatingWebhookConfiguration"\} (\d+)/.exec(await sg.metrics());
     expect(Number(repairs?.[1])).toBeGreaterThanOrEqual(1);
   });

@@ -123,10 +123,10 @@ export async function startSpecGuard(config: string, extra: string[] = []): Prom
   };
 }
 
-/** Removes spec-guard's webhook configurations, so a stopped instance blocks nothing. */
+/** Removes spec-guard's admission objects (webhooks, policy, binding), so nothing blocks: admission is bypassed. */
 export function unregister(): void {
   if (inCluster) return; // the in-cluster spec-guard owns them
-  kubectl([], ['delete', 'mutatingwebhookconfiguration,validatingwebhookconfiguration', 'spec-guard', '--ignore-not-found']);
+  kubectl([], ['delete', 'mutatingwebhookconfiguration,validatingwebhookconfiguration,validatingadmissionpolicy,validatingadmissionpolicybinding', 'spec-guard', '--ignore-not-found']);
 }
 
 export function application(name: string, namespace: string, spec: Record<string, unknown> = {}): string {
