@@ -1,0 +1,3 @@
+module spec-guard.local/go-webhook
+
+go 1.24
