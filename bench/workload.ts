@@ -12,6 +12,13 @@ function parametersFor(object: Record<string, any>, bytes: number): Array<{ name
   return parameters;
 }
 
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  const object = value as Record<string, unknown>;
+  return Object.fromEntries(Object.keys(object).sort().map((k) => [k, sortKeys(object[k])]));
+}
+
 /**
  * AdmissionReview bodies with ~`bytes`-long Applications, from the real captures:
  * an untrusted spec change (denied, with the changed pointers worked out) and a trusted
@@ -23,6 +30,9 @@ export function workload(bytes: number) {
   const parameters = parametersFor(untrusted.request.object, bytes);
   untrusted.request.object.spec.source.helm = { parameters };
   untrusted.request.oldObject.spec.source.helm = { parameters: structuredClone(parameters) };
+  // The apiserver writes objects with sorted map keys (Go's encoding/json): so do we.
+  untrusted.request.object = sortKeys(untrusted.request.object);
+  untrusted.request.oldObject = sortKeys(untrusted.request.oldObject);
   const trusted = structuredClone(untrusted);
   trusted.request.userInfo = { username: 'system:serviceaccount:argocd:argocd-agent-agent', groups: ['system:authenticated'] };
   return {

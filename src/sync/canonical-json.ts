@@ -26,6 +26,30 @@ function quote(key: string): string {
  * so it builds one string in one walk.
  */
 export function canonicalJson(value: unknown, ignore?: IgnoreTree): string | undefined {
+  // Fast path: the apiserver writes map keys sorted (Go's encoding/json), so a parsed object
+  // usually is canonical already and the native serializer gives the same bytes.
+  if (ignore === undefined && inCanonicalOrder(value)) return JSON.stringify(value);
+  return serialize(value, ignore);
+}
+
+/** True when every object below `value` has its keys in sorted order (no allocation). */
+function inCanonicalOrder(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!inCanonicalOrder(value[i])) return false;
+    return true;
+  }
+  let previous: string | undefined;
+  for (const key in value) {
+    if (previous !== undefined && !(previous < key)) return false;
+    const member = (value as Record<string, unknown>)[key];
+    if (member === undefined || !inCanonicalOrder(member)) return false;
+    previous = key;
+  }
+  return true;
+}
+
+function serialize(value: unknown, ignore?: IgnoreTree): string | undefined {
   if (value === undefined) return undefined;
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
   if (Array.isArray(value)) {
@@ -33,7 +57,7 @@ export function canonicalJson(value: unknown, ignore?: IgnoreTree): string | und
     for (let i = 0; i < value.length; i++) {
       const sub = ignore === undefined ? undefined : ignore[String(i)];
       if (sub === true) continue;
-      out += (out.length > 1 ? ',' : '') + (canonicalJson(value[i], sub) ?? 'null');
+      out += (out.length > 1 ? ',' : '') + (serialize(value[i], sub) ?? 'null');
     }
     return `${out}]`;
   }
@@ -44,7 +68,7 @@ export function canonicalJson(value: unknown, ignore?: IgnoreTree): string | und
   for (const key of keys) {
     const sub = ignore === undefined ? undefined : ignore[key];
     if (sub === true) continue;
-    const member = canonicalJson(value[key], sub);
+    const member = serialize(value[key], sub);
     if (member === undefined) continue;
     out += (out.length > 1 ? ',' : '') + quote(key) + ':' + member;
   }

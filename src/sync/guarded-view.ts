@@ -96,7 +96,7 @@ export class GuardedView {
     const changed: string[] = [];
     for (const path of this.paths) {
       const old = this.normalizer ? this.normalizer(path.pointer, before[path.pointer]) : before[path.pointer];
-      diff(old, this.normalized(path, after), path.ignore, path.tokens, changed);
+      diff(old, this.normalized(path, after), path.ignore, [...path.tokens], changed);
     }
     return changed;
   }
@@ -133,25 +133,35 @@ export type PatchOp =
 
 /**
  * Appends the pointers at which `a` and `b` differ, under the canonical-JSON equality
- * (exact, key order aside). One walk over both trees: O(size).
+ * (exact, key order aside). One walk over both trees: O(size); `at` is the path so far,
+ * extended and restored in place so that equal subtrees allocate nothing.
  */
 function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string[], out: string[]): void {
   if (a === b) return;
   if (isPlainObject(a) && isPlainObject(b)) {
     for (const key in a) {
       const sub = ignore?.[key];
-      if (sub !== true) diff(a[key], b[key], sub, [...at, key], out);
+      if (sub === true) continue;
+      at.push(key);
+      diff(a[key], b[key], sub, at, out);
+      at.pop();
     }
     for (const key in b) {
       const sub = ignore?.[key];
-      if (sub !== true && !(key in a)) diff(undefined, b[key], sub, [...at, key], out);
+      if (sub === true || key in a) continue;
+      at.push(key);
+      diff(undefined, b[key], sub, at, out);
+      at.pop();
     }
     return;
   }
   if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
     for (let i = 0; i < a.length; i++) {
       const sub = ignore?.[String(i)];
-      if (sub !== true) diff(a[i], b[i], sub, [...at, String(i)], out);
+      if (sub === true) continue;
+      at.push(String(i));
+      diff(a[i], b[i], sub, at, out);
+      at.pop();
     }
     return;
   }

@@ -20,7 +20,8 @@ export interface DecisionContext {
 }
 
 interface Canonical {
-  hash: string;
+  /** Set when the canonical value is known by its hash (a cache entry): a cheap first test. */
+  hash?: string;
   /** Lazy: only a change needs the values. */
   values: () => GuardedValues;
   /** False when nothing vouches for it: the stored object as it is. */
@@ -65,11 +66,11 @@ function resolveCanonical(rule: Rule, key: string, old: KubeObject, ctx: Decisio
   if (entry && entry.resourceVersion === old.metadata?.resourceVersion) {
     return { hash: entry.viewHash, values: () => entryValues(entry), known: true };
   }
-  const oldView = rule.view.of(old);
   const oldValues = () => rule.view.valuesOf(old);
-  if (ctx.stamper.verify(stampOf(old), key) === oldView.hash) return { hash: oldView.hash, values: oldValues, known: true };
+  const stamp = stampOf(old);
+  if (stamp !== undefined && ctx.stamper.verify(stamp, key) === rule.view.of(old).hash) return { values: oldValues, known: true };
   if (entry) return { hash: entry.viewHash, values: () => entryValues(entry), known: true };
-  return { hash: oldView.hash, values: oldValues, known: false };
+  return { values: oldValues, known: false };
 }
 
 function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: string, ctx: DecisionContext): Decision {
@@ -97,11 +98,12 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
   const canonical = resolveCanonical(rule, key, old, ctx);
   const stampChanged = stampOf(object) !== stampOf(old);
   const moved = selectionChanged(req, ctx);
-  if (!stampChanged && !moved && rule.view.of(object).hash === canonical.hash) return { kind: 'allow', reason: 'unchanged' };
-
-  const changed = rule.view.changedPointers(canonical.values(), object);
+  // A known hash answers "unchanged" without a walk; otherwise the walk is the comparison.
+  const sameHash = canonical.hash !== undefined && rule.view.of(object).hash === canonical.hash;
+  const changed = sameHash ? [] : rule.view.changedPointers(canonical.values(), object);
   if (stampChanged) changed.push(STAMP_POINTER);
   if (moved) changed.push(LABELS_POINTER);
+  if (changed.length === 0) return { kind: 'allow', reason: 'unchanged' };
   const what = describe(req, object);
   const unknownNote = canonical.known ? '' : ' (no canonical value is known yet; compared with the stored object)';
   const sourceOfTruth = `${rule.view.pointers.join(', ')} of ${what} is owned by the source of truth`;

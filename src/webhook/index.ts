@@ -2,4 +2,4 @@ export { decide, type DecisionContext } from './decide.js';
 export type { Decision, Webhook, AllowReason } from './decision.js';
 export type { AdmissionRequest, AdmissionReview, AdmissionResponse, KubeObject, ManagedFieldsEntry } from './admission-types.js';
 export { parseReview, reviewResponse, BadReviewError } from './review.js';
-export { createWebhookApp, createWebhookServer, MAX_BODY_BYTES, type WebhookServerOptions } from './server.js';
+export { createWebhookServer, MAX_BODY_BYTES, type WebhookServerOptions } from './server.js';
