@@ -5,7 +5,7 @@
 // machine, same TLS, same 25 KB Application, 16 keep-alive connections; the servers take
 // turns, round after round, so that a noisy neighbour hits all of them alike. The figure
 // that holds on a busy machine is the server process's CPU time divided by its requests.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
@@ -13,24 +13,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createCA, createServingCert } from '../src/certs/index.js';
+import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 import { processCpuMicros } from './process-cpu.js';
 import { benchConfig, workload } from './workload.js';
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 16;
-const TRUSTED_USER = 'system:serviceaccount:argocd:argocd-agent-agent';
+
 
 const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
 const bare = fileURLToPath(new URL('./bare-server.js', import.meta.url));
-export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-
-/** Builds the Go peer into the ignored cache folder (the Go build cache makes a rebuild a link). */
-export function buildGoWebhook(): string {
-  const out = join(repoRoot, '.cache', 'bin', 'go-webhook');
-  execFileSync('go', ['build', '-o', out, '.'], { cwd: join(repoRoot, 'bench', 'go-webhook'), stdio: 'inherit' });
-  return out;
-}
 
 const answers = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -95,7 +88,7 @@ async function main(): Promise<void> {
 
   const servers = [
     { name: 'bare Node (parse, allow)', port: 19444, command: process.execPath, args: [bare, 'parse', crt, key, '19444'] },
-    { name: 'minimal Go webhook', port: 19446, command: go, args: [crt, key, '127.0.0.1:19446', TRUSTED_USER] },
+    { name: 'minimal Go webhook', port: 19446, command: go, args: [crt, key, '127.0.0.1:19446', GO_TRUSTED_USER] },
     {
       name: 'spec-guard',
       port: 19445,
@@ -134,4 +127,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) await main();
+await main();

@@ -36,6 +36,38 @@ function equalExcept(a: string, b: string, tree: IgnoreTree | undefined, depth =
   return `(${a} != null && ${b} != null && type(${a}) == map && type(${b}) == map ? (${parts.join(' && ')}) : ${a} == ${b})`;
 }
 
+/**
+ * CEL: does `rule` govern this request? The object (old or new version) is in its selection
+ * and in no earlier rule's for the same resource: the first match wins, as in the webhook.
+ * `member(rule, root)` gives the membership of one version (inline, or a policy variable).
+ */
+export function governsExpression(policy: Policy, rule: Rule, member: (rule: Rule, root: string) => string): string {
+  const either = (r: Rule) => `(${member(r, 'oldObject')} || ${member(r, 'object')})`;
+  const earlier = policy.rules.filter((r) => r.index < rule.index && r.config.group === rule.config.group && r.config.resource === rule.config.resource);
+  return [either(rule), ...earlier.map((r) => `!${either(r)}`)].join(' && ');
+}
+
+/**
+ * CEL: layer 0 decides this untrusted request alone, so the webhooks need not be called: an
+ * `enforce` rule it covers governs it, and the writer is not one whose writes need a normalizer.
+ */
+export function policyDecidesExpression(policy: Policy): string | undefined {
+  const decided = policy.rules.filter((r) => r.mode === 'enforce' && policyCovers(r));
+  if (!policy.config.admissionPolicy || decided.length === 0) return undefined;
+  const governs = decided.map((r) => `(${governsExpression(policy, r, membership)})`).join(' || ');
+  const normalized = policy.config.trust.normalizedWriters;
+  return normalized.length ? `!(request.userInfo.username in ${celList(normalized)}) && (${governs})` : governs;
+}
+
+/** CEL: the pointers below `pointer` whose direct members differ between `a` and `b` (one level deep). */
+function changedMembers(pointer: string, a: string, b: string, ignore: IgnoreTree | undefined): string {
+  const skipped = celList(Object.entries(ignore ?? {}).filter(([, sub]) => sub === true).map(([k]) => k));
+  const escaped = `k.replace('~', '~0').replace('/', '~1')`;
+  const added = `${a}.filter(k, !(k in ${skipped}) && (!(k in ${b}) || ${a}[k] != ${b}[k])).map(k, ${celString(`${pointer}/`)} + ${escaped})`;
+  const removed = `${b}.filter(k, !(k in ${skipped}) && !(k in ${a})).map(k, ${celString(`${pointer}/`)} + ${escaped})`;
+  return `(${a} != null && ${b} != null && type(${a}) == map && type(${b}) == map ? (${added} + ${removed}).join(', ') : ${celString(pointer)})`;
+}
+
 const objectName = `request.kind.kind + ' ' + (request.namespace != '' ? request.namespace + '/' : '') + request.name`;
 const WHERE = "Make the change on the source-of-truth cluster; it is synced here. (spec-guard admission policy)";
 
@@ -50,10 +82,8 @@ export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string
     const i = rule.index;
     variables.push({ name: `old${i}`, expression: membership(rule, 'oldObject') }, { name: `new${i}`, expression: membership(rule, 'object') });
     if (!covered.includes(rule)) continue;
-    // First match wins, as in the webhook: an earlier rule for the same resource takes the object.
-    const earlier = policy.rules.filter((r) => r.index < i && r.config.group === rule.config.group && r.config.resource === rule.config.resource);
-    const governs = [`(variables.old${i} || variables.new${i})`, ...earlier.map((r) => `!(variables.old${r.index} || variables.new${r.index})`)].join(' && ');
-    variables.push({ name: `governs${i}`, expression: governs });
+    const variable = (r: Rule, root: string) => `variables.${root === 'object' ? 'new' : 'old'}${r.index}`;
+    variables.push({ name: `governs${i}`, expression: governsExpression(policy, rule, variable) });
     const on = (operation: string) => `request.operation == '${operation}' && variables.governs${i}`;
     const pointers = rule.view.pointers;
 
@@ -71,15 +101,18 @@ export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string
         reason: 'Forbidden',
       });
     }
-    const equal = pointers.map((pointer) => {
+    const compared = pointers.map((pointer) => {
       const tokens = parsePointer(pointer);
-      return equalExcept(celValueAt('object', tokens), celValueAt('oldObject', tokens), buildIgnoreTree(tokens, rule.config.ignore));
+      return { pointer, now: celValueAt('object', tokens), before: celValueAt('oldObject', tokens), ignore: buildIgnoreTree(tokens, rule.config.ignore) };
     });
+    const equal = compared.map((c) => equalExcept(c.now, c.before, c.ignore));
+    // The message names what changed, one level below each guarded pointer.
+    const changed = compared.map((c, n) => `(${equal[n]} ? [] : [${changedMembers(c.pointer, c.now, c.before, c.ignore)}])`).join(' + ');
     // Writers whose changes are equal only after normalization (Argo CD's controller) are left to the webhook.
     const exempt = rule.config.normalizer && normalized.length ? `request.userInfo.username in ${celList(normalized)} || ` : '';
     validations.push({
       expression: `!(${on('UPDATE')}) || ${exempt}(${equal.join(' && ')})`,
-      messageExpression: `'spec-guard: ${pointers.join(', ')} of ' + ${objectName} + ' is owned by the source of truth; this write changes it. ${WHERE}'`,
+      messageExpression: `'spec-guard: ${pointers.join(', ')} of ' + ${objectName} + ' is owned by the source of truth; this write changes ' + (${changed}).join(', ') + '. ${WHERE}'`,
       reason: 'Forbidden',
     });
     validations.push({

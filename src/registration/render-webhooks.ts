@@ -1,7 +1,7 @@
 import type { Policy } from '../sync/index.js';
 import { parsePointer } from '../sync/index.js';
 import { celStamp, celValueAt, identityExpression, membership } from './cel.js';
-import { policyCovers } from './render-policy.js';
+import { policyCovers, policyDecidesExpression } from './render-policy.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 
 /** Where the apiserver reaches spec-guard: a URL base, or an in-cluster Service. */
@@ -64,6 +64,11 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
   const isTrusted = { name: 'trusted', expression: trusted };
   const isUntrusted = { name: 'untrusted', expression: `!(${trusted})` };
   const guardedChange = { name: 'guarded-change', expression: changed };
+  // What layer 0 decides alone skips the mutating webhook, so that a denial costs no hop. The
+  // validating webhook still matches: the apiserver calls it only when the policy admitted the
+  // write, which covers the second in which a new or restored policy is not in force yet.
+  const decided = policyDecidesExpression(policy);
+  const mutatingGuardConditions = [isUntrusted, guardedChange, ...(decided ? [{ name: 'not-decided-by-policy', expression: `!(${decided})` }] : [])];
   const metadata = { name: ADMISSION_OBJECT_NAME, labels: MANAGED_BY_LABEL };
 
   const mutating = {
@@ -87,7 +92,7 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
         rules: resourceRules(policy.rules, ['CREATE', 'UPDATE']),
         failurePolicy: guardFailurePolicy,
         reinvocationPolicy: 'IfNeeded',
-        matchConditions: [isUntrusted, guardedChange],
+        matchConditions: mutatingGuardConditions,
       },
     ],
   };

@@ -15,6 +15,8 @@ import {
   inCluster,
   kubectl,
   kubectlOk,
+  policyInForce,
+  POLICY_DENIED,
   startSpecGuard,
   unregister,
   waitFor,
@@ -28,7 +30,6 @@ import {
 jest.setTimeout(180_000);
 
 const NS = 'argocd';
-const POLICY_DENIED = "ValidatingAdmissionPolicy 'spec-guard' with binding 'spec-guard' denied request";
 const REPO_LABEL = 'argocd.argoproj.io/secret-type';
 const describeLocal = inCluster ? describe.skip : describe;
 
@@ -91,9 +92,6 @@ function runWrites(): Array<{ what: string; refused: boolean; stderr: string }> 
   });
 }
 
-const dryRunSpecEdit = () =>
-  kubectl(ALICE, ['patch', 'application', '-n', NS, 'pol-a', '--dry-run=server', '--type=merge', '-p', '{"spec":{"source":{"path":"probe"}}}']);
-
 /** A killed leader's Lease runs until it expires; the tests expire it at once. */
 const expireLease = () => kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
 
@@ -135,7 +133,7 @@ describeLocal('layer 0: the admission policy inside the apiserver', () => {
     sg = undefined;
     // The apiserver loads a new policy within about a second of its creation: from then on
     // it holds with nobody serving.
-    await waitFor('the policy to be in force', () => dryRunSpecEdit().stderr.includes(POLICY_DENIED), 5000, 100);
+    await policyInForce();
     const results = runWrites();
     for (const [i, r] of results.entries()) {
       expect({ what: r.what, refused: r.refused }).toEqual({ what: writes[i]!.what, refused: writes[i]!.refused });

@@ -123,10 +123,23 @@ export async function startSpecGuard(config: string, extra: string[] = []): Prom
   };
 }
 
+export const POLICY_DENIED = "ValidatingAdmissionPolicy 'spec-guard' with binding 'spec-guard' denied request";
+
+/**
+ * Resolves once spec-guard's admission policy is in force: the apiserver loads a new policy
+ * about a second after it is written. Probes with alice's dry-run create in argocd.
+ */
+export async function policyInForce(): Promise<void> {
+  const probe = () => kubectl(ALICE, ['create', '--dry-run=server', '-f', '-'], { input: application('policy-probe', 'argocd') }).stderr.includes(POLICY_DENIED);
+  await waitFor('the admission policy to be in force', probe, 10_000, 100);
+}
+
 /** Removes spec-guard's admission objects (webhooks, policy, binding), so nothing blocks: admission is bypassed. */
 export function unregister(): void {
   if (inCluster) return; // the in-cluster spec-guard owns them
-  kubectl([], ['delete', 'mutatingwebhookconfiguration,validatingwebhookconfiguration,validatingadmissionpolicy,validatingadmissionpolicybinding', 'spec-guard', '--ignore-not-found']);
+  const deleted = kubectl([], ['delete', 'mutatingwebhookconfiguration,validatingwebhookconfiguration,validatingadmissionpolicy,validatingadmissionpolicybinding', 'spec-guard', '--ignore-not-found']);
+  // The apiserver drops a deleted policy at its next refresh, about a second later.
+  if (deleted.stdout.includes('validatingadmissionpolicy')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2000);
 }
 
 export function application(name: string, namespace: string, spec: Record<string, unknown> = {}): string {
