@@ -63,6 +63,14 @@ export class Policy {
     }
   }
 
+  /**
+   * The metric label of a resource: configured resources by name, anything else `other`,
+   * so that no request body can add a label set.
+   */
+  resourceLabel(group: string, resource: string): string {
+    return this.byResource.has(`${group}/${resource}`) ? `${resource}.${group}` : 'other';
+  }
+
   isTrusted(user: UserInfo | undefined): boolean {
     if (!user) return false;
     if (user.username !== undefined && this.users.has(user.username)) return true;

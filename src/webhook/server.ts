@@ -55,7 +55,8 @@ function admissionHandler(options: WebhookServerOptions) {
       sendError(res, code, code === 500 ? 'internal error' : (err as Error).message);
       return;
     }
-    let decision = decide(request, webhook, options.decisionContext());
+    const context = options.decisionContext();
+    let decision = decide(request, webhook, context);
     if (decision.kind === 'allow' && decision.tombstone && !request.dryRun && options.recordTombstone) {
       try {
         await options.recordTombstone(request);
@@ -70,14 +71,10 @@ function admissionHandler(options: WebhookServerOptions) {
     }
     sendJson(res, 200, reviewResponse(request.uid, decision));
     timer();
-    metrics.admissionRequests.inc({
-      webhook,
-      operation: request.operation,
-      resource: `${request.resource.resource}.${request.resource.group}`,
-      decision: decision.kind === 'deny' ? 'deny' : decision.reason,
-    });
+    const resource = context.policy.resourceLabel(request.resource.group, request.resource.resource);
+    metrics.admissionRequests.inc({ webhook, operation: request.operation, resource, decision: decision.kind === 'deny' ? 'deny' : decision.reason });
     if (decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned') {
-      metrics.driftDetected.inc({ source: 'admission', resource: `${request.resource.resource}.${request.resource.group}` });
+      metrics.driftDetected.inc({ source: 'admission', resource });
     }
     logDecision(logger, webhook, request, decision);
   };

@@ -76,10 +76,20 @@ describe('bad input gets a clear error and changes nothing', () => {
     ['non-JSON', '{"apiVersion": "admission.k8s.io/v1", kind', 400, /not valid JSON/],
     ['a JSON array', '[1,2]', 400, /must be a JSON object/],
     ['another apiVersion', () => JSON.stringify({ ...valid(), apiVersion: 'admission.k8s.io/v1beta1' }), 400, /expected apiVersion admission.k8s.io\/v1/],
-    ['no request', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }), 400, /request is missing/],
-    ['no request.uid', () => { const r = valid(); delete (r.request as { uid?: string }).uid; return JSON.stringify(r); }, 400, /request.uid is missing/],
-    ['a bad operation', () => { const r = valid(); (r.request as { operation: string }).operation = 'PATCH'; return JSON.stringify(r); }, 400, /operation/],
-    ['a non-object object', () => { const r = valid(); (r.request as { object: unknown }).object = 'x'; return JSON.stringify(r); }, 400, /request.object must be an object/],
+    ['no request', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }), 400, /request: .*expected object/],
+    ['no request.uid', () => { const r = valid(); delete (r.request as { uid?: string }).uid; return JSON.stringify(r); }, 400, /request\.uid: .*expected string/],
+    ['a bad operation', () => { const r = valid(); (r.request as { operation: string }).operation = 'PATCH'; return JSON.stringify(r); }, 400, /request\.operation/],
+    ['a non-object object', () => { const r = valid(); (r.request as { object: unknown }).object = 'x'; return JSON.stringify(r); }, 400, /request\.object: .*expected object/],
+    // Every field the decision reads, of the wrong type: a 400 naming it, never a 500.
+    ['userInfo.groups a string', () => { const r = valid(); (r.request.userInfo as { groups: unknown }).groups = 'system:masters'; return JSON.stringify(r); }, 400, /request\.userInfo\.groups: .*expected array/],
+    ['userInfo.groups a number', () => { const r = valid(); (r.request.userInfo as { groups: unknown }).groups = 7; return JSON.stringify(r); }, 400, /request\.userInfo\.groups/],
+    ['userInfo.username a number', () => { const r = valid(); (r.request.userInfo as { username: unknown }).username = 1; return JSON.stringify(r); }, 400, /request\.userInfo\.username/],
+    ['labels with a number value', () => { const r = valid(); (r.request.object!.metadata as { labels: unknown }).labels = { a: 1 }; return JSON.stringify(r); }, 400, /request\.object\.metadata\.labels\.a/],
+    ['annotations an array', () => { const r = valid(); (r.request.oldObject!.metadata as { annotations: unknown }).annotations = ['x']; return JSON.stringify(r); }, 400, /request\.oldObject\.metadata\.annotations/],
+    ['resource.group missing', () => { const r = valid(); delete (r.request.resource as { group?: string }).group; return JSON.stringify(r); }, 400, /request\.resource\.group/],
+    ['a name longer than the apiserver allows', () => { const r = valid(); r.request.name = 'n'.repeat(254); return JSON.stringify(r); }, 400, /request\.name/],
+    ['dryRun a string', () => { const r = valid(); (r.request as { dryRun: unknown }).dryRun = 'true'; return JSON.stringify(r); }, 400, /request\.dryRun/],
+    ['managedFields an object', () => { const r = valid(); (r.request.object!.metadata as { managedFields: unknown }).managedFields = {}; return JSON.stringify(r); }, 400, /managedFields/],
   ];
 
   it.each(cases)('%s → %d', async (_name, body, status, message) => {
@@ -115,5 +125,23 @@ describe('bad input gets a clear error and changes nothing', () => {
     const text = await server.metrics.registry.getSingleMetricAsString('spec_guard_admission_errors_total');
     expect(text).toMatch(/spec_guard_admission_errors_total\{code="400"\} [1-9]/);
     expect(text).toMatch(/spec_guard_admission_errors_total\{code="413"\} 1/);
+  });
+});
+
+describe('hostile traffic on the webhook port', () => {
+  it('forged reviews naming 2,000 made-up resources add no metric label set', async () => {
+    const valid = review('alice-update-spec');
+    for (let i = 0; i < 2000; i++) {
+      const forged = structuredClone(valid);
+      forged.request.uid = `forged-${i}`;
+      forged.request.resource = { group: `evil${i}.example.com`, version: 'v1', resource: `things${i}` };
+      const reply = await server.request('POST', '/validate', JSON.stringify(forged));
+      expect(reply.status).toBe(200);
+    }
+    const text = await server.metrics.registry.getSingleMetricAsString('spec_guard_admission_requests_total');
+    expect(text).not.toMatch(/evil|things/);
+    expect(text).toMatch(/resource="other"/);
+    const labelSets = text.split('\n').filter((l) => l.startsWith('spec_guard_admission_requests_total{'));
+    expect(labelSets.length).toBeLessThan(20);
   });
 });

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+/**
+ * The AdmissionReview envelope, as far as spec-guard reads it: every field the decision,
+ * the tombstones, the metrics and the logs use is checked here, so that a malformed or
+ * hostile body gets a 400 naming the field, never a 500. Objects are loose: their other
+ * members (spec, status) are passed through untouched, by reference, without a copy.
+ * Lengths follow the apiserver's own limits, so no field can grow the state it reaches.
+ */
+const stringMap = z.record(z.string().max(63 * 1024), z.string().max(256 * 1024));
+
+const managedFieldsEntry = z.looseObject({
+  manager: z.string().max(1024).optional(),
+  operation: z.string().max(64).optional(),
+  time: z.string().max(64).optional(),
+  subresource: z.string().max(256).optional(),
+  fieldsV1: z.record(z.string(), z.unknown()).optional(),
+});
+
+const kubeObject = z.looseObject({
+  apiVersion: z.string().max(256).optional(),
+  kind: z.string().max(256).optional(),
+  metadata: z
+    .looseObject({
+      name: z.string().max(253).optional(),
+      generateName: z.string().max(253).optional(),
+      namespace: z.string().max(63).optional(),
+      uid: z.string().max(128).optional(),
+      resourceVersion: z.string().max(128).optional(),
+      labels: stringMap.nullish(),
+      annotations: stringMap.nullish(),
+      managedFields: z.array(managedFieldsEntry).nullish(),
+      deletionTimestamp: z.string().max(64).nullish(),
+    })
+    .optional(),
+});
+
+export const admissionRequestSchema = z.looseObject({
+  uid: z.string().min(1, 'is missing').max(128),
+  kind: z.looseObject({ group: z.string().max(253), version: z.string().max(64), kind: z.string().min(1).max(256) }),
+  resource: z.looseObject({ group: z.string().max(253), version: z.string().max(64), resource: z.string().min(1).max(256) }),
+  subResource: z.string().max(256).optional(),
+  name: z.string().max(253).optional(),
+  namespace: z.string().max(63).optional(),
+  operation: z.enum(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']),
+  userInfo: z.looseObject({
+    username: z.string().max(1024).optional(),
+    uid: z.string().max(256).optional(),
+    groups: z.array(z.string().max(1024)).max(1024).optional(),
+  }),
+  object: kubeObject.nullish(),
+  oldObject: kubeObject.nullish(),
+  dryRun: z.boolean().optional(),
+});
+
+export const admissionReviewSchema = z.looseObject({
+  apiVersion: z.literal('admission.k8s.io/v1', { error: 'expected apiVersion admission.k8s.io/v1' }),
+  kind: z.literal('AdmissionReview', { error: 'expected kind AdmissionReview' }),
+  request: admissionRequestSchema,
+});
