@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, type IgnoreTree } from './canonical-json.js';
+import { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canonical-json.js';
 import type { Normalizer } from './normalizers.js';
 import { formatPointer, getAt, isPlainObject, parsePointer } from './pointer.js';
 
@@ -138,6 +138,7 @@ export type PatchOp =
  */
 function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string[], out: string[]): void {
   if (a === b) return;
+  if (at.length > MAX_DEPTH) throw new TooDeepError();
   if (isPlainObject(a) && isPlainObject(b)) {
     for (const key in a) {
       const sub = ignore?.[key];

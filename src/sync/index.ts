@@ -1,5 +1,5 @@
 export { GuardedView, buildIgnoreTree, sha256, type GuardedValues, type View, type PatchOp } from './guarded-view.js';
-export { canonicalJson, type IgnoreTree } from './canonical-json.js';
+export { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canonical-json.js';
 export { normalizers, argocdApplication, type Normalizer } from './normalizers.js';
 export { Stamper, STAMP_ANNOTATION, STAMP_POINTER } from './stamp.js';
 export { CanonicalCache, entryValues, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './cache.js';

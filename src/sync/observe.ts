@@ -3,6 +3,8 @@ import { entryValues, type CanonicalEntry } from './cache.js';
 import type { Rule } from './policy.js';
 import { lastGuardedWriter } from './provenance.js';
 import { STAMP_ANNOTATION, type Stamper } from './stamp.js';
+import { TooDeepError } from './canonical-json.js';
+import type { View } from './guarded-view.js';
 
 /** What the watcher makes of one observed version of a guarded object. */
 export type Observation =
@@ -51,7 +53,15 @@ export function observe(
   trustedManagers: ReadonlySet<string>,
 ): Observation {
   if (object.metadata?.deletionTimestamp) return { kind: 'ignore' };
-  const view = rule.view.of(object);
+  let view: View;
+  try {
+    view = rule.view.of(object);
+  } catch (err) {
+    if (!(err instanceof TooDeepError)) throw err;
+    // Nothing this deep was ever canonical (canonical values were serialized): drift when a
+    // canonical value is known, restored from it without reading the deep value again.
+    return entry ? { kind: 'drift', entry, changed: rule.view.pointers, by: undefined } : { kind: 'unknown', by: undefined };
+  }
   const stamp = object.metadata?.annotations?.[STAMP_ANNOTATION];
   if (stamp && stamper.verify(stamp, key) === view.hash) return { kind: 'learn', entry: entryFrom(object, rule, view.hash, stamp), restamp: false };
   if (entry && entry.viewHash === view.hash) {

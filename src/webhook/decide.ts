@@ -3,6 +3,7 @@ import {
   objectKey,
   STAMP_ANNOTATION,
   STAMP_POINTER,
+  TooDeepError,
   type CanonicalLookup,
   type GuardedValues,
   type PatchOp,
@@ -142,6 +143,16 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
  * only /mutate may patch; /validate re-checks what the mutating chain produced.
  */
 export function decide(req: AdmissionRequest, webhook: Webhook, ctx: DecisionContext): Decision {
+  try {
+    return decideGuarded(req, webhook, ctx);
+  } catch (err) {
+    if (!(err instanceof TooDeepError)) throw err;
+    // Refused for every writer: no guarded value this deep can be compared, stamped or restored.
+    return { kind: 'deny', changed: [], message: `spec-guard: ${describe(req, req.object ?? req.oldObject)}: ${err.message}; spec-guard refuses it.` };
+  }
+}
+
+function decideGuarded(req: AdmissionRequest, webhook: Webhook, ctx: DecisionContext): Decision {
   if (req.subResource) return { kind: 'allow', reason: 'subresource' };
   const object = req.object ?? undefined;
   const old = req.oldObject ?? undefined;

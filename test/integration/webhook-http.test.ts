@@ -145,3 +145,20 @@ describe('hostile traffic on the webhook port', () => {
     expect(labelSets.length).toBeLessThan(20);
   });
 });
+
+describe('deeply nested specs', () => {
+  /** JSON text nested `depth` levels deep, as the apiserver accepts it (built as text: too deep for JSON.stringify here). */
+  const deep = (depth: number) => `${'{"a":'.repeat(depth)}{"leaf":true}${'}'.repeat(depth)}`;
+
+  it.each([['mutate', 'the agent'], ['validate', 'alice']])('a spec 9,500 levels deep on /%s from %s is a clear denial, not a 500', async (path, who) => {
+    const r = review('alice-update-spec');
+    if (who === 'the agent') r.request.userInfo = { username: 'system:serviceaccount:argocd:argocd-agent-agent', groups: [] };
+    (r.request.object!.spec as Record<string, unknown>).source = 'DEEP';
+    const reply = await server.request('POST', `/${path}`, JSON.stringify(r).replace('"DEEP"', deep(9500)));
+    expect(reply.status).toBe(200);
+    const response = reply.json<{ response: { allowed: boolean; status: { message: string } } }>().response;
+    expect(response.allowed).toBe(false);
+    expect(response.status.message).toMatch(/nests deeper than 1000 levels/);
+    await expectStillAnswers();
+  });
+});

@@ -57,6 +57,16 @@ describe('observe (what the watcher makes of an object)', () => {
     expect(entry.annotations).toEqual({ [STAMP_ANNOTATION]: entry.stamp });
   });
 
+  it('a guarded value nested deeper than the limit is drift from a known canonical value, never a throw', () => {
+    const { t, object, key, entry } = setup();
+    const deep = structuredClone(object);
+    let value: Record<string, unknown> = { leaf: true };
+    for (let i = 0; i < 2000; i++) value = { a: value };
+    (deep.spec as Record<string, unknown>).source = value;
+    expect(observe(deep, t.policy.rules[0]!, key, entry, t.stamper, TRUSTED)).toEqual({ kind: 'drift', entry, changed: ['/spec'], by: undefined });
+    expect(observe(deep, t.policy.rules[0]!, key, undefined, t.stamper, TRUSTED)).toEqual({ kind: 'unknown', by: undefined });
+  });
+
   it('reports drift with the changed pointers and the last writer', () => {
     const { t, object, key, entry } = setup();
     const drifted = structuredClone(object);
