@@ -54,6 +54,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly tombstones = new Gauge({
+    name: 'spec_guard_tombstones',
+    help: 'Tombstones of trusted deletes waiting for the watch to confirm them (at most 2000: past that, trusted deletes are refused until some settle).',
+    registers: [this.registry],
+  });
+
   readonly revertLatency = new Histogram({
     name: 'spec_guard_revert_duration_seconds',
     help: 'Time from seeing drift to the revert being stored.',

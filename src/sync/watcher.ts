@@ -2,7 +2,7 @@ import { EventRecorder, KubeError, Reflector, type KubeClient } from '../kube/in
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import type { KubeObject } from '../webhook/admission-types.js';
-import { entryValues, type CanonicalCache, type CanonicalEntry } from './cache.js';
+import { entryValues, type CanonicalCache, type CanonicalEntry, type Tombstone } from './cache.js';
 import type { PatchOp } from './guarded-view.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { objectKey } from './object-key.js';
@@ -12,6 +12,7 @@ import type { Policy, Rule } from './policy.js';
 import { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';
 import { STAMP_ANNOTATION, STAMP_POINTER, type Stamper } from './stamp.js';
 import type { CanonicalStore } from './store/index.js';
+import { confirms, expired, TOMBSTONE_CONFIRM_MS } from './tombstones.js';
 
 export interface WatcherDeps {
   kube: KubeClient;
@@ -99,6 +100,11 @@ export class Watcher {
   private readonly drifted = new Set<string>();
   private flushing: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Per resource (group/resource): since when its watch has run without a restart. */
+  private readonly watchingSince = new Map<string, number>();
+  /** Confirmed deletes whose tombstones go once the removal of their entries is stored. */
+  private settled = new Set<string>();
+  private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly d: WatcherDeps) {
     this.queue = new KeyedQueue((key, err) => d.logger.error('watch handler failed', { key, error: (err as Error).stack }));
@@ -121,19 +127,50 @@ export class Watcher {
           onListPage: (items, last) => this.onListPage(scope, items, last),
           onEvent: (type, object) => this.onEvent(group, resource, version, type, object, Date.now()),
           onRestart: (reason) => {
+            this.watchingSince.set(`${group}/${resource}`, Date.now());
             this.d.metrics.watchRestarts.inc({ resource: label });
             this.d.logger.warn('watch restarted', { resource: label, namespace, reason });
           },
         },
       );
       this.resources.push({ ...scope, reflector });
+      this.watchingSince.set(`${group}/${resource}`, Date.now());
     }
     await Promise.all(this.resources.map((r) => r.reflector.start()));
+    this.sweepTimer = setInterval(() => void this.sweepTombstones(), TOMBSTONE_CONFIRM_MS / 2);
+    this.sweepTimer.unref();
+  }
+
+  /**
+   * The leader drops the tombstones that the watch, watching throughout, went past without
+   * seeing their delete: forged ones, and deletes that did not happen (refused later on).
+   */
+  private async sweepTombstones(): Promise<void> {
+    if (!this.d.isLeader() || this.stopped) return;
+    const now = Date.now();
+    let stored: Map<string, Tombstone>;
+    try {
+      stored = await this.d.store.readTombstones();
+    } catch (err) {
+      this.d.metrics.storeErrors.inc({ operation: 'read-tombstone' });
+      this.d.logger.warn('reading the tombstones failed', { error: (err as Error).message });
+      return;
+    }
+    for (const [key, tombstone] of this.d.cache.tombstoneList()) if (!stored.has(key)) stored.set(key, tombstone);
+    this.d.metrics.tombstones.set(stored.size);
+    for (const [key, tombstone] of stored) {
+      const { group, resource } = parseObjectKey(key);
+      if (!expired(tombstone, now, this.watchingSince.get(`${group}/${resource}`) ?? now)) continue;
+      this.d.cache.clearTombstone(key);
+      this.d.logger.info('tombstone expired: the watch never saw its delete', { key, at: tombstone.at });
+      await this.d.store.removeTombstone(key).catch((err: Error) => this.d.logger.warn('removing a tombstone failed', { key, error: err.message }));
+    }
   }
 
   /** Stops watching; a leader first writes what it has not stored yet. */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.sweepTimer);
     for (const r of this.resources) r.reflector.stop();
     clearTimeout(this.flushTimer);
     await this.flushing;
@@ -176,7 +213,7 @@ export class Watcher {
       if (!key.startsWith(prefix) || present.has(key)) continue;
       const entry = this.d.cache.get(key)!;
       const { namespace, name } = parseObjectKey(key);
-      const ghost: KubeObject = { apiVersion: entry.apiVersion, kind: entry.kind, metadata: { name, namespace: namespace || undefined, labels: entry.labels } };
+      const ghost: KubeObject = { apiVersion: entry.apiVersion, kind: entry.kind, metadata: { name, namespace: namespace || undefined, labels: entry.labels, uid: entry.uid } };
       this.onEvent(group, resource, version, 'DELETED', ghost, Date.now());
     }
   }
@@ -186,7 +223,7 @@ export class Watcher {
     if (!rule) return;
     const key = this.keyOf(group, resource, object);
     const ref = { group, resource, version, key, rule };
-    this.queue.push(key, () => (type === 'DELETED' ? this.handleDeleted(ref) : this.handle(ref, object, seenAt, 0)));
+    this.queue.push(key, () => (type === 'DELETED' ? this.handleDeleted(ref, object.metadata?.uid) : this.handle(ref, object, seenAt, 0)));
   }
 
   private markDirty(key: string): void {
@@ -211,9 +248,14 @@ export class Watcher {
     this.dirty = new Set();
     const entries = new Map<string, CanonicalEntry>();
     for (const key of this.d.cache.keys()) entries.set(key, this.d.cache.get(key)!);
+    const settled = this.settled;
+    this.settled = new Set();
     try {
       await this.d.store.saveEntries(entries, changed);
+      // The entries are gone from the store: nothing can be recreated, the tombstones may go.
+      for (const key of settled) await this.d.store.removeTombstone(key);
     } catch (err) {
+      for (const key of settled) this.settled.add(key);
       this.d.metrics.storeErrors.inc({ operation: 'save' });
       this.d.logger.error('saving the canonical state failed; retrying', { store: this.d.store.description, error: (err as Error).message });
       for (const key of changed) this.dirty.add(key);
@@ -342,24 +384,27 @@ export class Watcher {
     };
   }
 
-  private async handleDeleted(ref: Ref): Promise<void> {
+  private async handleDeleted(ref: Ref, uid: string | undefined): Promise<void> {
     const { key, rule } = ref;
     const entry = this.d.cache.get(key);
     if (!entry) return;
     // The admitting replica may be another one: its tombstone is in the store.
     let tombstone = this.d.cache.tombstone(key);
-    if (!tombstone) {
+    if (!confirms(tombstone, uid)) {
       try {
-        tombstone = await this.d.store.readTombstone(key);
+        tombstone = (await this.d.store.readTombstones()).get(key);
       } catch (err) {
         this.d.metrics.storeErrors.inc({ operation: 'read-tombstone' });
         throw err;
       }
     }
-    if (tombstone || rule.config.deletes === 'allow' || rule.mode === 'warn') {
+    const trusted = confirms(tombstone, uid);
+    if (trusted || rule.config.deletes === 'allow' || rule.mode === 'warn') {
       this.d.cache.delete(key);
+      this.d.cache.clearTombstone(key);
       this.markDirty(key);
-      this.d.logger.info('guarded object deleted', { key, by: tombstone ? 'trusted (tombstone)' : `allowed by the rule (${rule.mode}, deletes: ${rule.config.deletes})` });
+      if (trusted && this.d.isLeader()) this.settled.add(key);
+      this.d.logger.info('guarded object deleted', { key, by: trusted ? 'trusted (tombstone)' : `allowed by the rule (${rule.mode}, deletes: ${rule.config.deletes})` });
       return;
     }
     if (!this.d.isLeader()) return;

@@ -1,6 +1,7 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { CanonicalEntry, Tombstone } from '../cache.js';
+import { TombstoneWriter } from '../tombstones.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 
 const FORMAT = 'spec-guard/canonical-state/v1';
@@ -95,16 +96,20 @@ export class FileStore implements CanonicalStore {
     await this.persist();
   }
 
-  async addTombstone(key: string, tombstone: Tombstone): Promise<void> {
-    this.state.tombstones.set(key, tombstone);
+  private readonly tombstones = new TombstoneWriter(async (change) => {
+    this.state.tombstones = change(this.state.tombstones);
     await this.persist();
+  });
+
+  addTombstone(key: string, tombstone: Tombstone): Promise<void> {
+    return this.tombstones.set(key, tombstone);
   }
 
-  async removeTombstone(key: string): Promise<void> {
-    if (this.state.tombstones.delete(key)) await this.persist();
+  removeTombstone(key: string): Promise<void> {
+    return this.tombstones.set(key, null);
   }
 
-  async readTombstone(key: string): Promise<Tombstone | undefined> {
-    return this.state.tombstones.get(key);
+  async readTombstones(): Promise<Map<string, Tombstone>> {
+    return new Map(this.state.tombstones);
   }
 }

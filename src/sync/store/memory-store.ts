@@ -1,4 +1,5 @@
 import type { CanonicalEntry, Tombstone } from '../cache.js';
+import { TombstoneWriter } from '../tombstones.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 
 /** Keeps nothing beyond the process: for tests and --standalone. */
@@ -18,15 +19,19 @@ export class MemoryStore implements CanonicalStore {
     }
   }
 
-  async addTombstone(key: string, tombstone: Tombstone): Promise<void> {
-    this.state.tombstones.set(key, tombstone);
+  private readonly tombstones = new TombstoneWriter(async (change) => {
+    this.state.tombstones = change(this.state.tombstones);
+  });
+
+  addTombstone(key: string, tombstone: Tombstone): Promise<void> {
+    return this.tombstones.set(key, tombstone);
   }
 
-  async removeTombstone(key: string): Promise<void> {
-    this.state.tombstones.delete(key);
+  removeTombstone(key: string): Promise<void> {
+    return this.tombstones.set(key, null);
   }
 
-  async readTombstone(key: string): Promise<Tombstone | undefined> {
-    return this.state.tombstones.get(key);
+  async readTombstones(): Promise<Map<string, Tombstone>> {
+    return new Map(this.state.tombstones);
   }
 }

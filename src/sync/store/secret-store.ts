@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { isConflict, isNotFound, secretPath, type KubeClient, type Secret } from '../../kube/index.js';
 import type { CanonicalEntry, Tombstone } from '../cache.js';
+import { TombstoneWriter } from '../tombstones.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 
 /** Entries are spread over this many Secrets, each gzipped, to stay far below 1 MiB apiece. */
@@ -60,7 +61,7 @@ export class SecretStore implements CanonicalStore {
       const entries = JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8')) as Record<string, CanonicalEntry>;
       for (const [key, entry] of Object.entries(entries)) snapshot.entries.set(key, entry);
     }
-    snapshot.tombstones = await this.readTombstones();
+    snapshot.tombstones = await this.readTombstonesSecret();
     return snapshot;
   }
 
@@ -90,43 +91,40 @@ export class SecretStore implements CanonicalStore {
     }
   }
 
-  private async readTombstones(): Promise<Map<string, Tombstone>> {
+  private async readTombstonesSecret(): Promise<Map<string, Tombstone>> {
     const secret = await this.read(`${this.name}-tombstones`);
     const raw = secret?.data?.[TOMBSTONES_KEY];
     return new Map(raw ? Object.entries(JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Record<string, Tombstone>) : []);
   }
 
-  private async updateTombstones(change: (t: Map<string, Tombstone>) => boolean): Promise<void> {
+  /** Read-modify-write of the tombstones Secret; a conflict (another replica wrote) re-reads and applies again. */
+  private async writeTombstones(change: (current: Map<string, Tombstone>) => Map<string, Tombstone>): Promise<void> {
     const name = `${this.name}-tombstones`;
     for (let attempt = 0; ; attempt++) {
       const secret = await this.read(name);
       const raw = secret?.data?.[TOMBSTONES_KEY];
-      const tombstones = new Map<string, Tombstone>(
-        raw ? Object.entries(JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Record<string, Tombstone>) : [],
-      );
-      if (!change(tombstones)) return;
-      const data = { [TOMBSTONES_KEY]: Buffer.from(JSON.stringify(Object.fromEntries(tombstones))).toString('base64') };
+      const next = change(new Map(raw ? Object.entries(JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Record<string, Tombstone>) : []));
+      const data = { [TOMBSTONES_KEY]: Buffer.from(JSON.stringify(Object.fromEntries(next))).toString('base64') };
       try {
         await this.write(name, data, secret?.metadata.resourceVersion);
         return;
       } catch (err) {
-        if (attempt >= 5 || !isConflict(err)) throw err;
+        if (attempt >= 10 || !isConflict(err)) throw err; // 409: another replica wrote (or created) it first
       }
     }
   }
 
+  private readonly tombstones = new TombstoneWriter((change) => this.writeTombstones(change));
+
   addTombstone(key: string, tombstone: Tombstone): Promise<void> {
-    return this.updateTombstones((t) => {
-      t.set(key, tombstone);
-      return true;
-    });
+    return this.tombstones.set(key, tombstone);
   }
 
   removeTombstone(key: string): Promise<void> {
-    return this.updateTombstones((t) => t.delete(key));
+    return this.tombstones.set(key, null);
   }
 
-  async readTombstone(key: string): Promise<Tombstone | undefined> {
-    return (await this.readTombstones()).get(key);
+  readTombstones(): Promise<Map<string, Tombstone>> {
+    return this.readTombstonesSecret();
   }
 }

@@ -16,10 +16,11 @@ export interface CanonicalStore {
   load(): Promise<Snapshot>;
   /** Persists the entries whose keys are in `changed` (absent from `entries`: removed). */
   saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void>;
+  /** Written in batches with concurrent calls; fails past the tombstone budget. */
   addTombstone(key: string, tombstone: Tombstone): Promise<void>;
   removeTombstone(key: string): Promise<void>;
-  /** A fresh read: another replica may have recorded it a moment ago. */
-  readTombstone(key: string): Promise<Tombstone | undefined>;
+  /** A fresh read: another replica may have recorded one a moment ago. */
+  readTombstones(): Promise<Map<string, Tombstone>>;
 }
 
 export const emptySnapshot = (): Snapshot => ({ entries: new Map(), tombstones: new Map() });

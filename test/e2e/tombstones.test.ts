@@ -1,0 +1,155 @@
+import https from 'node:https';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import {
+  admin,
+  agentApply,
+  application,
+  fixture,
+  inCluster,
+  kubectl,
+  kubectlOk,
+  readApplication,
+  startSpecGuard,
+  unregister,
+  waitFor,
+  type SpecGuard,
+} from './harness.js';
+
+// Tombstones under hostile traffic and under load: a review body posted to the webhook port
+// proves nothing, so a tombstone counts only for the object with its uid, and only until the
+// watch has gone past it; confirmed ones are removed; concurrent trusted deletes share writes.
+jest.setTimeout(240_000);
+
+const NS = 'argocd';
+const SECRET_NAME = 'spec-guard-e2e-tombstones';
+const APPS = `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications`;
+const describeLocal = inCluster ? describe.skip : describe;
+
+function configWith(store: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'spec-guard-tombstones-'));
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, readFileSync(fixture('config.yaml'), 'utf8').replace(/store:\n  type: memory\n/, `store:\n${store}\n`));
+  return file;
+}
+
+/** What a pod in the cluster network can do: POST a made-up AdmissionReview to the webhook port. */
+function forgeTrustedDelete(port: number, name: string, uid: string): Promise<Record<string, any>> {
+  const review = {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: `forged-${Date.now()}`,
+      kind: { group: 'argoproj.io', version: 'v1alpha1', kind: 'Application' },
+      resource: { group: 'argoproj.io', version: 'v1alpha1', resource: 'applications' },
+      name,
+      namespace: NS,
+      operation: 'DELETE',
+      userInfo: { username: 'system:serviceaccount:argocd:argocd-agent-agent', groups: ['system:authenticated'] },
+      oldObject: { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name, namespace: NS, uid } },
+    },
+  };
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port, path: '/validate', method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve(JSON.parse(text)));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(review));
+  });
+}
+
+async function storedTombstones(): Promise<Record<string, unknown>> {
+  const secret = await (await admin()).request<{ data?: Record<string, string> }>('GET', `/api/v1/namespaces/spec-guard/secrets/${SECRET_NAME}-tombstones`).catch(() => undefined);
+  const raw = secret?.data?.['tombstones.json'];
+  return raw ? JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) : {};
+}
+
+/** Runs `task` for 0..count-1, `concurrency` at a time. */
+async function pool(count: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < count) await task(next++);
+  }));
+}
+
+describeLocal('tombstones', () => {
+  let sg: SpecGuard;
+
+  beforeAll(async () => {
+    unregister();
+    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+    kubectl([], ['delete', 'secret', '-n', 'spec-guard', '-l', 'app.kubernetes.io/managed-by=spec-guard', '--ignore-not-found']);
+    // No admission objects: deletes by anyone go straight through, as behind a bypassed admission.
+    sg = await startSpecGuard(configWith(`  type: secret\n  secretName: ${SECRET_NAME}`), ['--no-register']);
+    await sg.waitForLog(/became the leader/);
+  });
+
+  afterAll(async () => {
+    await sg?.stop();
+    unregister();
+    kubectl([], ['delete', 'applications', '--all', '-n', NS, '--wait=false']);
+  });
+
+  it('1. a forged trusted DELETE posted to the webhook port expires unconfirmed: a later delete behind admission is still undone', async () => {
+    agentApply('tomb-forged', NS);
+    await waitFor('stamped and known', async () => (await readApplication(NS, 'tomb-forged'))?.metadata?.annotations?.['spec-guard.io/stamp']);
+    const uid = (await readApplication(NS, 'tomb-forged'))!.metadata.uid as string;
+    const answer = await forgeTrustedDelete(sg.webhookPort, 'tomb-forged', uid);
+    expect(answer.response.allowed).toBe(true);
+    expect(Object.keys(await storedTombstones())).toContain('argoproj.io/applications/argocd/tomb-forged');
+    // The watch goes on watching and never sees that delete: the tombstone expires.
+    await waitFor('the forged tombstone to expire', async () => !('argoproj.io/applications/argocd/tomb-forged' in (await storedTombstones())), 20_000, 500);
+    await sg.waitForLog(/tombstone expired.*tomb-forged/);
+    // Now a delete behind admission is undone.
+    kubectlOk([], ['delete', 'application', '-n', NS, 'tomb-forged']);
+    await waitFor('tomb-forged recreated', async () => {
+      const app = await readApplication(NS, 'tomb-forged');
+      return app && app.metadata.uid !== uid;
+    }, 10_000);
+  });
+
+  it('2. a forged tombstone for another uid does not cover the real object, even at once', async () => {
+    agentApply('tomb-wrong-uid', NS);
+    await waitFor('stamped and known', async () => (await readApplication(NS, 'tomb-wrong-uid'))?.metadata?.annotations?.['spec-guard.io/stamp']);
+    const uid = (await readApplication(NS, 'tomb-wrong-uid'))!.metadata.uid as string;
+    await forgeTrustedDelete(sg.webhookPort, 'tomb-wrong-uid', '00000000-0000-0000-0000-000000000000');
+    kubectlOk([], ['delete', 'application', '-n', NS, 'tomb-wrong-uid']);
+    await waitFor('tomb-wrong-uid recreated', async () => {
+      const app = await readApplication(NS, 'tomb-wrong-uid');
+      return app && app.metadata.uid !== uid;
+    }, 10_000);
+  });
+
+  it('3. 1,000 trusted deletes, 32 at a time through the apiserver, are all admitted; their tombstones are removed once settled', async () => {
+    // Through the apiserver this time: spec-guard registered, the agent's deletes recording tombstones.
+    await sg.stop();
+    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+    sg = await startSpecGuard(configWith(`  type: secret\n  secretName: ${SECRET_NAME}`));
+    await sg.waitForLog(/became the leader/);
+    const kube = await admin();
+    const agent = { 'Impersonate-User': 'system:serviceaccount:argocd:argocd-agent-agent' };
+    const COUNT = 1000;
+    await pool(COUNT, 32, async (i) => {
+      await kube.request('POST', APPS, { body: JSON.parse(application(`bulk-${i}`, NS)), headers: agent, query: { fieldManager: 'argocd-agent' } });
+    });
+    const refused: string[] = [];
+    await pool(COUNT, 32, async (i) => {
+      try {
+        await kube.request('DELETE', `${APPS}/bulk-${i}`, { headers: agent });
+      } catch (err) {
+        refused.push((err as Error).message);
+      }
+    });
+    expect(refused).toEqual([]);
+    const left = await kube.request<{ items: unknown[] }>('GET', APPS, { query: { labelSelector: '' } });
+    expect(left.items.filter((a: any) => a.metadata.name.startsWith('bulk-'))).toEqual([]);
+    // Nothing came back, and every tombstone went once its delete was settled.
+    await waitFor('the tombstones to be removed', async () => Object.keys(await storedTombstones()).filter((k) => k.includes('/bulk-')).length === 0, 30_000, 500);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await kube.request<{ items: Array<{ metadata: { name: string } }> }>('GET', APPS)).items.filter((a) => a.metadata.name.startsWith('bulk-'))).toEqual([]);
+  });
+});
