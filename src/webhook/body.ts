@@ -14,7 +14,7 @@ export class HttpError extends Error {
  * Reads and parses a JSON body of at most `limit` bytes. Leaner than body-parser (no
  * charset decoding layers, no content-type negotiation): this is the admission hot path.
  */
-export function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+export function readJsonBody(req: IncomingMessage, limit: number, large?: { bytes: number; enter(): void; leave(): void }): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > limit) {
@@ -25,14 +25,31 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;
+    let entered = false;
     const fail = (err: HttpError) => {
       failed = true;
+      if (entered) large!.leave();
+      entered = false;
+      req.resume();
       reject(err);
     };
+    // A large body takes a slot of the large-review budget before it is read (or as soon as it turns out large).
+    const enterLarge = (): boolean => {
+      try {
+        large!.enter();
+        entered = true;
+        return true;
+      } catch (err) {
+        fail(err as HttpError);
+        return false;
+      }
+    };
+    if (large && declared > large.bytes && !enterLarge()) return;
     req.on('data', (chunk: Buffer) => {
       if (failed) return;
       size += chunk.length;
       if (size > limit) fail(new HttpError(413, `body larger than ${limit} bytes`));
+      else if (large && !entered && size > large.bytes && !enterLarge()) return;
       else chunks.push(chunk);
     });
     req.on('error', (err) => {
@@ -44,6 +61,8 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
         resolve(JSON.parse(Buffer.concat(chunks, size).toString('utf8')));
       } catch (err) {
         reject(new HttpError(400, `body is not valid JSON: ${(err as Error).message}`));
+      } finally {
+        if (entered) large!.leave();
       }
     });
   });

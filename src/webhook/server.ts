@@ -8,6 +8,7 @@ import { decide, type DecisionContext } from './decide.js';
 import type { Decision, Webhook } from './decision.js';
 import { BadReviewError, parseReview, reviewResponse } from './review.js';
 import { HttpError, readJsonBody } from './body.js';
+import { AdmissionBudget, LARGE_REVIEW_BYTES } from './admission-budget.js';
 
 /** Largest AdmissionReview body accepted (3 MiB, the apiserver's own request limit). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -43,11 +44,15 @@ const ADMISSION_PATHS: Record<string, Webhook> = { '/mutate': 'mutate', '/valida
  */
 function admissionHandler(options: WebhookServerOptions) {
   const { metrics, logger } = options;
+  const budget = new AdmissionBudget();
+  const large = { bytes: LARGE_REVIEW_BYTES, enter: () => budget.enterLarge(), leave: () => budget.leaveLarge() };
   const admit = async (webhook: Webhook, req: IncomingMessage, res: ServerResponse) => {
+    const arrivedAt = Date.now();
     const timer = metrics.admissionLatency.startTimer({ webhook });
     let request: AdmissionRequest;
     try {
-      request = parseReview(await readJsonBody(req, MAX_BODY_BYTES));
+      request = parseReview(await readJsonBody(req, MAX_BODY_BYTES, large));
+      budget.checkDeadline(arrivedAt);
     } catch (err) {
       const code = err instanceof HttpError ? err.status : err instanceof BadReviewError ? 400 : 500;
       metrics.admissionErrors.inc({ code: String(code) });

@@ -162,3 +162,27 @@ describe('deeply nested specs', () => {
     await expectStillAnswers();
   });
 });
+
+describe('a flood of large forged reviews', () => {
+  it('small trusted reviews are answered in time while the flood is refused with 429 past its budget', async () => {
+    const forged = review('alice-update-spec');
+    (forged.request.object!.spec as Record<string, unknown>).padding = 'x'.repeat(2_500_000);
+    const flood = JSON.stringify(forged);
+    const trusted = review('agent-create');
+    const small = JSON.stringify(trusted);
+    const floodReplies = Promise.all(Array.from({ length: 40 }, () => server.request('POST', '/validate', flood)));
+    const latencies: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const started = performance.now();
+      const reply = await server.request('POST', '/mutate', small);
+      latencies.push(performance.now() - started);
+      expect(reply.status).toBe(200);
+    }
+    const statuses = (await floodReplies).map((r) => r.status);
+    latencies.sort((a, b) => a - b);
+    // Well below the apiserver's 3 s timeout for the stamp webhook.
+    expect(latencies[latencies.length - 1]).toBeLessThan(1500);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    expect(statuses.every((s) => s === 200 || s === 429 || s === 503)).toBe(true);
+  });
+});
