@@ -55,6 +55,10 @@ export function readJsonBody(req: IncomingMessage, limit: number, large?: { byte
     req.on('error', (err) => {
       if (!failed) fail(new HttpError(400, `cannot read the body: ${err.message}`));
     });
+    // A client that goes away mid-body frees its budget slot too.
+    req.on('close', () => {
+      if (!failed && !req.complete) fail(new HttpError(400, 'the client closed the connection before the body was complete'));
+    });
     req.on('end', () => {
       if (failed) return;
       try {
