@@ -54,6 +54,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly revertBackoffs = new Counter({
+    name: 'spec_guard_revert_backoffs_total',
+    help: 'Objects on which another writer kept undoing the reverts, so that spec-guard backed off (once per fight), by resource.',
+    labelNames: ['resource'] as const,
+    registers: [this.registry],
+  });
+
   readonly tombstones = new Gauge({
     name: 'spec_guard_tombstones',
     help: 'Tombstones of trusted deletes waiting for the watch to confirm them (at most 2000: past that, trusted deletes are refused until some settle).',

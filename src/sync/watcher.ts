@@ -13,6 +13,7 @@ import { collectionPath, objectPath, parseObjectKey } from './resource-paths.js'
 import { STAMP_ANNOTATION, STAMP_POINTER, type Stamper } from './stamp.js';
 import type { CanonicalStore } from './store/index.js';
 import { confirms, expired, TOMBSTONE_CONFIRM_MS } from './tombstones.js';
+import { RevertThrottle } from './revert-throttle.js';
 
 export interface WatcherDeps {
   kube: KubeClient;
@@ -105,6 +106,7 @@ export class Watcher {
   /** Confirmed deletes whose tombstones go once the removal of their entries is stored. */
   private settled = new Set<string>();
   private sweepTimer: NodeJS.Timeout | undefined;
+  private readonly throttle = new RevertThrottle();
 
   constructor(private readonly d: WatcherDeps) {
     this.queue = new KeyedQueue((key, err) => d.logger.error('watch handler failed', { key, error: (err as Error).stack }));
@@ -315,7 +317,11 @@ export class Watcher {
       case 'learn': {
         const previous = this.d.cache.get(key);
         this.d.cache.set(key, obs.entry);
-        if (!previous || previous.viewHash !== obs.entry.viewHash) this.markDirty(key);
+        // A new canonical value (not spec-guard's own revert coming back) ends any fight.
+        if (!previous || previous.viewHash !== obs.entry.viewHash) {
+          this.markDirty(key);
+          this.throttle.forget(key);
+        }
         if (this.d.cache.tombstone(key)) {
           // A trusted write brought the object back: the earlier delete no longer applies.
           this.d.cache.clearTombstone(key);
@@ -340,6 +346,18 @@ export class Watcher {
           return;
         }
         if (!leader) return;
+        const { waitMs, fightStarted } = this.throttle.decide(key, Date.now());
+        if (waitMs > 0) {
+          // Fighting another writer: revert the version there is once the backoff is over.
+          await sleep(waitMs);
+          if (!this.stopped) await this.reread(ref, seenAt, attempt);
+          return;
+        }
+        if (fightStarted) {
+          this.d.metrics.revertBackoffs.inc({ resource: `${ref.resource}.${ref.group}` });
+          this.d.events.record(involved, 'Warning', 'SpecDriftFight', `Another writer${who} keeps changing ${pointers}; spec-guard keeps reverting, each time after a longer wait (up to 5 min)`);
+          this.d.logger.warn('another writer keeps changing a guarded object; reverts back off', { key, lastWriter: obs.by });
+        }
         const ops = [...rule.view.restoreOps(entryValues(obs.entry), object), ...stampOps(object, obs.entry.stamp)];
         if (await this.tryPatch(ref, object, ops, seenAt, attempt, 'revert')) {
           this.d.metrics.reverts.inc({ resource: `${ref.resource}.${ref.group}`, result: 'reverted' });

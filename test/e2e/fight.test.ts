@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { admin, agentApply, eventsFor, fixture, inCluster, kubectl, readApplication, startSpecGuard, unregister, waitFor, type SpecGuard } from './harness.js';
+
+// A controller that fights the revert (writes the spec back as soon as spec-guard restores
+// it) gets a few reverts, then ever longer waits: never unbounded load on the apiserver.
+jest.setTimeout(120_000);
+
+const NS = 'argocd';
+const describeLocal = inCluster ? describe.skip : describe;
+
+describeLocal('a writer that fights the revert', () => {
+  let sg: SpecGuard;
+
+  beforeAll(async () => {
+    unregister();
+    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+    sg = await startSpecGuard(fixture('config.yaml'), ['--no-register']);
+    await sg.waitForLog(/became the leader/);
+  });
+
+  afterAll(async () => {
+    await sg?.stop();
+    kubectl([], ['delete', 'application', '-n', NS, 'fight', '--ignore-not-found', '--wait=false']);
+  });
+
+  it('gets a handful of reverts and a SpecDriftFight Event, not one revert per write', async () => {
+    agentApply('fight', NS);
+    await waitFor('stamped', async () => (await readApplication(NS, 'fight'))?.metadata?.annotations?.['spec-guard.io/stamp']);
+    const kube = await admin();
+    const path = `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/fight`;
+    const reverts = async () => Number(/spec_guard_reverts_total\{resource="applications\.argoproj\.io",result="reverted"\} (\d+)/.exec(await sg.metrics())?.[1] ?? 0);
+    const before = await reverts();
+    // 8 s of a controller writing its own targetRevision back, as fast as it can (behind admission).
+    const until = Date.now() + 8000;
+    let writes = 0;
+    while (Date.now() < until) {
+      await kube.request('PATCH', path, { body: { spec: { source: { targetRevision: 'fighter' } } }, contentType: 'application/merge-patch+json', headers: { 'Impersonate-User': 'alice', 'Impersonate-Group': 'developers' } }).catch(() => undefined);
+      writes++;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const made = (await reverts()) - before;
+    expect(writes).toBeGreaterThan(100);
+    expect(made).toBeGreaterThanOrEqual(5);
+    expect(made).toBeLessThan(15);
+    await waitFor('the SpecDriftFight Event', () => eventsFor(NS, 'fight', 'SpecDriftFight').length > 0, 10_000, 250);
+    expect(await sg.metrics()).toMatch(/spec_guard_revert_backoffs_total\{resource="applications\.argoproj\.io"\} 1/);
+  });
+});
