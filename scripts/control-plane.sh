@@ -64,10 +64,38 @@ make_pki() {
   # spec-guard's own identity: the username of its service account, so RBAC and trust
   # see exactly what they would see in a cluster.
   issue_cert spec-guard "/O=system:serviceaccounts/O=system:serviceaccounts:spec-guard/CN=system:serviceaccount:spec-guard:spec-guard"
+  # The apiserver's client certificate towards webhooks (spec-guard --client-ca-file verifies it).
+  issue_cert webhook-client "/CN=kube-apiserver-webhook-client"
   openssl genrsa -out "$state/pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$state/pki/sa.key" -pubout -out "$state/pki/sa.pub" 2>/dev/null
   write_kubeconfig admin "$kubeconfig"
   write_kubeconfig spec-guard "$state/spec-guard.kubeconfig"
+}
+
+# The apiserver presents its webhook client certificate to every webhook ('*').
+write_admission_config() {
+  cat >"$state/admission-kubeconfig.yaml" <<KC
+apiVersion: v1
+kind: Config
+users:
+- name: '*'
+  user:
+    client-certificate: $state/pki/webhook-client.crt
+    client-key: $state/pki/webhook-client.key
+KC
+  local plugin
+  {
+    echo "apiVersion: apiserver.config.k8s.io/v1"
+    echo "kind: AdmissionConfiguration"
+    echo "plugins:"
+    for plugin in ValidatingAdmissionWebhook MutatingAdmissionWebhook; do
+      echo "- name: $plugin"
+      echo "  configuration:"
+      echo "    apiVersion: apiserver.config.k8s.io/v1"
+      echo "    kind: WebhookAdmissionConfiguration"
+      echo "    kubeConfigFile: $state/admission-kubeconfig.yaml"
+    done
+  } >"$state/admission-config.yaml"
 }
 
 wait_ready() {
@@ -89,6 +117,7 @@ up() {
   local bin; bin="$("$root/scripts/build-control-plane.sh")"
   mkdir -p "$state/etcd"
   make_pki
+  write_admission_config
   log "starting etcd on 127.0.0.1:$etcd_port"
   setsid "$bin/etcd" --name "$name" --data-dir "$state/etcd" --unsafe-no-fsync \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
@@ -105,6 +134,7 @@ up() {
     --service-account-key-file "$state/pki/sa.pub" --service-account-signing-key-file "$state/pki/sa.key" \
     --service-cluster-ip-range 10.0.0.0/24 --authorization-mode RBAC --allow-privileged=true \
     --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
+    --admission-control-config-file "$state/admission-config.yaml" \
     --disable-admission-plugins ServiceAccount \
     >"$state/apiserver.log" 2>&1 < /dev/null &
   echo $! >"$state/apiserver.pid"

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { CertificateManager, createCA, createServingCert, expiryOf, TlsFileSource, type ServingMaterial, type TlsFiles } from './certs/index.js';
@@ -29,6 +30,8 @@ export interface RuntimeOptions {
   tlsFiles?: TlsFiles;
   caPropagationMs: number;
   tlsSans: string[];
+  /** CA of the client certificate the apiserver presents; reviews without it are refused. */
+  clientCaFile?: string;
   stampKeyFile?: string;
   standalone: boolean;
   kubeconfig?: string;
@@ -88,6 +91,14 @@ function servingHosts(o: RuntimeOptions): string[] {
   return [...hosts];
 }
 
+function readClientCa(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`--client-ca-file: cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
 function listen(server: Server, port: number, host: string, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', (err) => reject(new Error(`${what}: cannot listen on ${host}:${port}: ${err.message}`)));
@@ -109,6 +120,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       : new Stamper(Stamper.generateKey());
 
   const hosts = servingHosts(o);
+  const clientCa = o.clientCaFile ? readClientCa(o.clientCaFile) : undefined;
   let server: ReturnType<typeof createWebhookServer> | undefined;
   let registrar: WebhookRegistrar | undefined;
   if (kube && o.register) {
@@ -121,7 +133,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const recordExpiry = (m: ServingMaterial) => metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(m.cert).getTime() / 1000);
   // Hot reload: new TLS connections get the new certificate; open ones finish on the old.
   const serveWith = (m: ServingMaterial) => {
-    server?.setSecureContext({ cert: m.cert, key: m.key });
+    server?.setSecureContext({ cert: m.cert, key: m.key, ...(clientCa ? { ca: clientCa } : {}) });
     recordExpiry(m);
   };
   let certificates: CertificateManager | undefined;
@@ -159,6 +171,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const decisionContext = { policy, canonical: cache, stamper };
   server = createWebhookServer({
     tls,
+    clientCa,
     decisionContext: () => decisionContext,
     metrics,
     logger,

@@ -22,6 +22,9 @@ Flags:
   --ca-propagation-seconds S  how long a new CA sits in the webhook configurations before
                           serving switches to it (default 20)
   --tls-san NAME          extra host name for a generated certificate (repeatable)
+  --client-ca-file F      admit only reviews whose TLS client certificate this CA (PEM) signed: the
+                          apiserver's, set in its admission kubeconfig (see the README). Health
+                          endpoints stay open to probes without a certificate.
   --stamp-key-file F      HMAC key for stamps (at least 32 bytes). Default: Secret, or generated
   --standalone            no cluster: admission only, in-memory cache
   --kubeconfig F          kubeconfig (default: in-cluster, $KUBECONFIG or ~/.kube/config)
@@ -52,6 +55,7 @@ export async function serve(argv: string[]): Promise<number> {
     'tls-ca-file': { type: 'string' },
     'ca-propagation-seconds': { type: 'string' },
     'tls-san': { type: 'string', multiple: true },
+    'client-ca-file': { type: 'string' },
     'stamp-key-file': { type: 'string' },
     standalone: { type: 'boolean' },
     kubeconfig: { type: 'string' },
@@ -99,6 +103,7 @@ export async function serve(argv: string[]): Promise<number> {
     tlsFiles: flags['tls-cert-file'] ? { cert: flags['tls-cert-file'], key: flags['tls-key-file']!, ca: flags['tls-ca-file'] } : undefined,
     caPropagationMs: caPropagation * 1000,
     tlsSans: flags['tls-san'] ?? [],
+    clientCaFile: flags['client-ca-file'],
     stampKeyFile: flags['stamp-key-file'],
     standalone: flags.standalone ?? false,
     kubeconfig: flags.kubeconfig,

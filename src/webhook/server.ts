@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
@@ -15,6 +16,12 @@ export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
 export interface WebhookServerOptions {
   tls: { key: string | Buffer; cert: string | Buffer };
+  /**
+   * When set, a review is answered only over a connection whose client certificate this CA
+   * signed (the apiserver's, from its admission kubeconfig): nothing posted by another pod
+   * that reaches the port is read. Health endpoints need no certificate.
+   */
+  clientCa?: string;
   decisionContext: () => DecisionContext;
   metrics: Metrics;
   logger: Logger;
@@ -47,6 +54,12 @@ function admissionHandler(options: WebhookServerOptions) {
   const budget = new AdmissionBudget();
   const large = { bytes: LARGE_REVIEW_BYTES, enter: () => budget.enterLarge(), leave: () => budget.leaveLarge() };
   const admit = async (webhook: Webhook, req: IncomingMessage, res: ServerResponse) => {
+    if (options.clientCa && !(req.socket as TLSSocket).authorized) {
+      metrics.admissionErrors.inc({ code: '401' });
+      req.resume();
+      sendError(res, 401, 'admission reviews are accepted from the apiserver only: present a client certificate signed by the configured client CA');
+      return;
+    }
     const arrivedAt = Date.now();
     const timer = metrics.admissionLatency.startTimer({ webhook });
     let request: AdmissionRequest;
@@ -149,7 +162,10 @@ function logDecision(logger: Logger, webhook: Webhook, req: AdmissionRequest, de
 export function createWebhookServer(options: WebhookServerOptions): https.Server {
   const admission = admissionHandler(options);
   const app = createWebhookApp(options);
-  const server = https.createServer({ key: options.tls.key, cert: options.tls.cert }, (req, res) => {
+  // The certificate is asked for but not required by the handshake: kubelet probes of the
+  // health endpoints come without one; the admission endpoints check it themselves.
+  const clientAuth = options.clientCa ? { ca: options.clientCa, requestCert: true, rejectUnauthorized: false } : {};
+  const server = https.createServer({ key: options.tls.key, cert: options.tls.cert, ...clientAuth }, (req, res) => {
     if (!admission(req, res)) app(req, res);
   });
   server.keepAliveTimeout = 65_000;

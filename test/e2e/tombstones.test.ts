@@ -1,7 +1,7 @@
 import https from 'node:https';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import {
   admin,
@@ -13,6 +13,7 @@ import {
   kubectlOk,
   readApplication,
   startSpecGuard,
+  state,
   unregister,
   waitFor,
   type SpecGuard,
@@ -151,5 +152,19 @@ describeLocal('tombstones', () => {
     await waitFor('the tombstones to be removed', async () => Object.keys(await storedTombstones()).filter((k) => k.includes('/bulk-')).length === 0, 30_000, 500);
     await new Promise((r) => setTimeout(r, 1000));
     expect((await kube.request<{ items: Array<{ metadata: { name: string } }> }>('GET', APPS)).items.filter((a) => a.metadata.name.startsWith('bulk-'))).toEqual([]);
+  });
+
+  it('4. with --client-ca-file, only the apiserver (its client certificate) is heard: the forged review is refused, the agent is stamped', async () => {
+    await sg.stop();
+    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+    const clientCa = join(dirname(state().adminKubeconfig), 'pki', 'ca.crt');
+    sg = await startSpecGuard(configWith(`  type: secret\n  secretName: ${SECRET_NAME}`), ['--client-ca-file', clientCa]);
+    await sg.waitForLog(/became the leader/);
+    agentApply('tomb-mtls', NS);
+    await waitFor('stamped through the apiserver', async () => (await readApplication(NS, 'tomb-mtls'))?.metadata?.annotations?.['spec-guard.io/stamp']);
+    const uid = (await readApplication(NS, 'tomb-mtls'))!.metadata.uid as string;
+    const answer = await forgeTrustedDelete(sg.webhookPort, 'tomb-mtls', uid);
+    expect(answer.error).toMatch(/accepted from the apiserver only/);
+    expect(Object.keys(await storedTombstones())).not.toContain('argoproj.io/applications/argocd/tomb-mtls');
   });
 });
