@@ -122,9 +122,33 @@ async function main(): Promise<void> {
       });
       console.log(`  → spec-guard CPU per review: ${(cpu[2]! / cpu[0]!).toFixed(2)}× the bare server (target ≤ 2×), ${(cpu[2]! / cpu[1]!).toFixed(2)}× the Go webhook`);
     }
+    await floodSection(servers[2]!.port, w.trustedUpdate, w.untrustedUpdate);
   } finally {
     children.forEach((c) => c.kill());
   }
+}
+
+/**
+ * Trusted writes during a flood: the agent's /mutate at a steady 200 req/s, alone and while
+ * 32 connections post ~2.5 MB forged reviews to /validate as fast as they can.
+ */
+async function floodSection(port: number, trusted: string, untrusted: string): Promise<void> {
+  const forged = JSON.parse(untrusted);
+  forged.request.object.spec.padding = 'x'.repeat(2_500_000);
+  const flood = JSON.stringify(forged);
+  const steady = () =>
+    autocannon({ url: `https://127.0.0.1:${port}/mutate`, method: 'POST', headers: { 'content-type': 'application/json' }, body: trusted, connections: 4, overallRate: 200, duration: SECONDS * 2 });
+  const alone = await steady();
+  const [during, flooding] = await Promise.all([
+    steady(),
+    autocannon({ url: `https://127.0.0.1:${port}/validate`, method: 'POST', headers: { 'content-type': 'application/json' }, body: flood, connections: 32, duration: SECONDS * 2 }),
+  ]);
+  console.log(`\ntrusted /mutate at 200 req/s, spec-guard, ${SECONDS * 2} s: p50 / p99 / max ms`);
+  console.log(`  alone:                              ${alone.latency.p50} / ${alone.latency.p99} / ${alone.latency.max}, errors ${alone.errors + alone.non2xx + alone.timeouts}`);
+  console.log(
+    `  with 32 connections of 2.5 MB forged reviews: ${during.latency.p50} / ${during.latency.p99} / ${during.latency.max}, errors ${during.errors + during.non2xx + during.timeouts}` +
+      ` (flood: ${flooding.requests.total} sent, ${flooding['2xx']} answered 200, ${flooding.non2xx} refused with 429/503)`,
+  );
 }
 
 await main();
