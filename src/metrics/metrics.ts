@@ -61,6 +61,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly storeUsage = new Gauge({
+    name: 'spec_guard_store_usage_ratio',
+    help: 'How full the fullest Secret of the secret store is, against the 1 MiB limit (0 for the file store). At 1 the leader can no longer save.',
+    registers: [this.registry],
+  });
+
   readonly tombstones = new Gauge({
     name: 'spec_guard_tombstones',
     help: 'Tombstones of trusted deletes waiting for the watch to confirm them (at most 2000: past that, trusted deletes are refused until some settle).',

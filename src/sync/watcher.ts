@@ -263,6 +263,7 @@ export class Watcher {
       for (const key of changed) this.dirty.add(key);
       setTimeout(() => this.scheduleFlush(), 2000).unref();
     }
+    this.d.metrics.storeUsage.set(this.d.store.usage());
     const counts = new Map<string, number>();
     for (const key of entries.keys()) {
       const { group, resource } = parseObjectKey(key);

@@ -105,6 +105,10 @@ export class FileStore implements CanonicalStore {
     return this.tombstones.set(key, tombstone);
   }
 
+  usage(): number {
+    return 0;
+  }
+
   removeTombstone(key: string): Promise<void> {
     return this.tombstones.set(key, null);
   }

@@ -27,6 +27,10 @@ export class MemoryStore implements CanonicalStore {
     return this.tombstones.set(key, tombstone);
   }
 
+  usage(): number {
+    return 0;
+  }
+
   removeTombstone(key: string): Promise<void> {
     return this.tombstones.set(key, null);
   }

@@ -21,6 +21,8 @@ const shardOf = (key: string) => createHash('sha256').update(key).digest()[0]! %
 export class SecretStore implements CanonicalStore {
   readonly description: string;
   private readonly shardVersions = new Map<number, string>();
+  /** Bytes last written, per Secret name: what `usage()` reports. */
+  private readonly sizes = new Map<string, number>();
 
   constructor(
     private readonly kube: KubeClient,
@@ -75,6 +77,7 @@ export class SecretStore implements CanonicalStore {
         throw new Error(`shard ${shard} needs ${data[ENTRIES_KEY].length} bytes, over a Secret's 1 MiB`);
       }
       const name = `${this.name}-${shard}`;
+      this.sizes.set(name, data[ENTRIES_KEY].length);
       for (let attempt = 0; ; attempt++) {
         try {
           const saved = await this.write(name, data, this.shardVersions.get(shard));
@@ -105,6 +108,7 @@ export class SecretStore implements CanonicalStore {
       const raw = secret?.data?.[TOMBSTONES_KEY];
       const next = change(new Map(raw ? Object.entries(JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Record<string, Tombstone>) : []));
       const data = { [TOMBSTONES_KEY]: Buffer.from(JSON.stringify(Object.fromEntries(next))).toString('base64') };
+      this.sizes.set(name, data[TOMBSTONES_KEY].length);
       try {
         await this.write(name, data, secret?.metadata.resourceVersion);
         return;
@@ -115,6 +119,10 @@ export class SecretStore implements CanonicalStore {
   }
 
   private readonly tombstones = new TombstoneWriter((change) => this.writeTombstones(change));
+
+  usage(): number {
+    return Math.max(0, ...this.sizes.values()) / MAX_SECRET_BYTES;
+  }
 
   addTombstone(key: string, tombstone: Tombstone): Promise<void> {
     return this.tombstones.set(key, tombstone);

@@ -19,6 +19,11 @@ export interface CanonicalStore {
   /** Written in batches with concurrent calls; fails past the tombstone budget. */
   addTombstone(key: string, tombstone: Tombstone): Promise<void>;
   removeTombstone(key: string): Promise<void>;
+  /**
+   * How full the fullest piece of the store is, against its hard limit (a Secret's 1 MiB),
+   * from 0 to 1; 0 where there is no such limit (file, memory).
+   */
+  usage(): number;
   /** A fresh read: another replica may have recorded one a moment ago. */
   readTombstones(): Promise<Map<string, Tombstone>>;
 }
