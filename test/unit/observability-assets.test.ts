@@ -24,6 +24,11 @@ describe('alert rules and dashboard', () => {
       'SpecGuardDriftNotReverted',
       'SpecGuardCertificateExpiring',
       'SpecGuardNoLeader',
+      'SpecGuardAdmissionOverloaded',
+      'SpecGuardTombstonesNearBudget',
+      'SpecGuardRevertFight',
+      'SpecGuardAdmissionObjectRepaired',
+      'SpecGuardStoreNearlyFull',
     ]);
   });
 
