@@ -1,8 +1,8 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { CanonicalEntry, Tombstone } from '../cache.js';
-import { TombstoneWriter } from '../tombstones.js';
-import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
+import { MemoryStore } from './memory-store.js';
+import { emptySnapshot, type Snapshot } from './types.js';
 
 const FORMAT = 'spec-guard/canonical-state/v1';
 
@@ -29,19 +29,19 @@ function parse(text: string): Snapshot {
  * never half of one. A file that cannot be read back is moved aside, reported, and
  * never trusted.
  */
-export class FileStore implements CanonicalStore {
-  readonly description: string;
-  private state: Snapshot = emptySnapshot();
+export class FileStore extends MemoryStore {
+  override readonly description: string;
   private writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly path: string,
     private readonly report: (msg: string, fields: Record<string, unknown>) => void,
   ) {
+    super();
     this.description = `file ${path}`;
   }
 
-  async load(): Promise<Snapshot> {
+  override async load(): Promise<Snapshot> {
     let text: string;
     try {
       text = await readFile(this.path, 'utf8');
@@ -65,7 +65,7 @@ export class FileStore implements CanonicalStore {
   }
 
   /** Writes the whole state atomically; writes are serialized. */
-  private persist(): Promise<void> {
+  protected override persist(): Promise<void> {
     const write = async () => {
       const data: FileFormat = {
         format: FORMAT,
@@ -85,35 +85,5 @@ export class FileStore implements CanonicalStore {
     };
     this.writing = this.writing.then(write, write);
     return this.writing;
-  }
-
-  async saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void> {
-    for (const key of changed) {
-      const entry = entries.get(key);
-      if (entry) this.state.entries.set(key, entry);
-      else this.state.entries.delete(key);
-    }
-    await this.persist();
-  }
-
-  private readonly tombstones = new TombstoneWriter(async (change) => {
-    this.state.tombstones = change(this.state.tombstones);
-    await this.persist();
-  });
-
-  addTombstone(key: string, tombstone: Tombstone): Promise<void> {
-    return this.tombstones.set(key, tombstone);
-  }
-
-  usage(): number {
-    return 0;
-  }
-
-  removeTombstone(key: string): Promise<void> {
-    return this.tombstones.set(key, null);
-  }
-
-  async readTombstones(): Promise<Map<string, Tombstone>> {
-    return new Map(this.state.tombstones);
   }
 }

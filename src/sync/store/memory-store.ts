@@ -2,10 +2,16 @@ import type { CanonicalEntry, Tombstone } from '../cache.js';
 import { TombstoneWriter } from '../tombstones.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 
-/** Keeps nothing beyond the process: for tests and --standalone. */
+/**
+ * Keeps the state in the process: for tests and --standalone, and the base of the file
+ * store, which persists the same state after every change.
+ */
 export class MemoryStore implements CanonicalStore {
-  readonly description = 'memory (lost on restart)';
-  private readonly state: Snapshot = emptySnapshot();
+  readonly description: string = 'memory (lost on restart)';
+  protected state: Snapshot = emptySnapshot();
+
+  /** Makes the current state durable; nothing to do in memory. */
+  protected async persist(): Promise<void> {}
 
   async load(): Promise<Snapshot> {
     return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones) };
@@ -17,18 +23,16 @@ export class MemoryStore implements CanonicalStore {
       if (entry) this.state.entries.set(key, entry);
       else this.state.entries.delete(key);
     }
+    await this.persist();
   }
 
   private readonly tombstones = new TombstoneWriter(async (change) => {
     this.state.tombstones = change(this.state.tombstones);
+    await this.persist();
   });
 
   addTombstone(key: string, tombstone: Tombstone): Promise<void> {
     return this.tombstones.set(key, tombstone);
-  }
-
-  usage(): number {
-    return 0;
   }
 
   removeTombstone(key: string): Promise<void> {
@@ -37,5 +41,10 @@ export class MemoryStore implements CanonicalStore {
 
   async readTombstones(): Promise<Map<string, Tombstone>> {
     return new Map(this.state.tombstones);
+  }
+
+  /** No Secret-size limit: entries are bounded by the guarded objects, tombstones by their budget. */
+  usage(): number {
+    return 0;
   }
 }
