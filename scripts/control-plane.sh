@@ -140,7 +140,14 @@ up() {
   echo $! >"$state/apiserver.pid"
   wait_ready
   KUBECONFIG="$kubeconfig" kubectl apply --server-side -f "$root/test/e2e/crds/" -f "$root/test/e2e/fixtures/identities.yaml" >&2
-  KUBECONFIG="$kubeconfig" kubectl wait --for condition=Established crd --all --timeout 60s >&2
+  # A CRD created a moment ago may have no status yet, which makes `kubectl wait` fail at once.
+  local established=""
+  for _ in $(seq 60); do
+    if KUBECONFIG="$kubeconfig" kubectl wait --for condition=Established crd --all --timeout 30s >&2 2>/dev/null; then established=1; break; fi
+    sleep 0.5
+  done
+  [[ -n "$established" ]] || die "the CRDs did not become Established"
+
   # spec-guard's namespace, service account and least-privilege RBAC, as shipped. (With no
   # scheduler or nodes here, its Deployment stays without pods: spec-guard runs locally.)
   KUBECONFIG="$kubeconfig" kubectl kustomize "$root/manifests/overlays/managed-agent" \

@@ -11,6 +11,7 @@ export interface KubeObject {
   kind?: string;
   metadata?: {
     name?: string;
+    generateName?: string;
     namespace?: string;
     uid?: string;
     resourceVersion?: string;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   entryValues,
   objectKey,
@@ -80,9 +81,27 @@ function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key:
   if (webhook !== 'mutate' || !object || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) {
     return { kind: 'allow', reason: 'trusted' };
   }
-  const stamp = ctx.stamper.stamp(rule.view.of(object).hash, key);
+  // A create by generateName has no name yet, and a stamp binds the name: pick it here.
+  const generated = req.operation === 'CREATE' && !object.metadata?.name && object.metadata?.generateName ? generatedName(object.metadata.generateName, req.uid) : undefined;
+  const stampKey = generated ? objectKey(req.resource.group, req.resource.resource, req.namespace, generated) : key;
+  const stamp = ctx.stamper.stamp(rule.view.of(object).hash, stampKey);
   if (stampOf(object) === stamp) return { kind: 'allow', reason: 'trusted' };
-  return { kind: 'allow', reason: 'trusted', patch: setStampOps(object, stamp) };
+  const nameOps: PatchOp[] = generated ? [{ op: 'add', path: '/metadata/name', value: generated }] : [];
+  return { kind: 'allow', reason: 'trusted', patch: [...nameOps, ...setStampOps(object, stamp)] };
+}
+
+/** The apiserver's alphabet for generated names (no vowels, no look-alikes). */
+const NAME_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+
+/**
+ * The name the apiserver would generate (prefix + 5 characters), derived from the request
+ * uid rather than drawn at random: the decision stays pure and a reinvocation picks the same.
+ */
+function generatedName(prefix: string, uid: string): string {
+  const digest = createHash('sha256').update(uid).digest();
+  let suffix = '';
+  for (let i = 0; i < 5; i++) suffix += NAME_ALPHABET[digest[i]! % NAME_ALPHABET.length];
+  return `${prefix.slice(0, 253 - 5)}${suffix}`;
 }
 
 /** Does this write move the object into or out of a rule's selection (by its labels)? */

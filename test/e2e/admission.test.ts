@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { STAMP_ANNOTATION } from '../../src/sync/index.js';
+import { runCli } from '../helpers/cli.js';
 import {
   AGENT,
   ALICE,
@@ -13,6 +14,7 @@ import {
   kubectlOk,
   policyInForce,
   startSpecGuard,
+  state,
   targetRevision,
   unregister,
   type SpecGuard,
@@ -127,5 +129,16 @@ describe('admission through the real kube-apiserver', () => {
     expect(message(dry.stderr)).toBe(message(real.stderr));
     const after = getJson(['application', '-n', 'argocd', 'adm-dry']);
     expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+  });
+
+  it('8. the agent creates by generateName, as field manager foo (as the real one creates): named and stamped at once, known canonical', () => {
+    const created = kubectlOk(AGENT, ['create', '--field-manager=foo', '-o', 'name', '-f', '-'], {
+      input: application('', 'argocd').replace('"name":""', '"generateName":"adm-gen-"'),
+    }).trim();
+    const name = created.replace('application.argoproj.io/', '');
+    expect(name).toMatch(/^adm-gen-[a-z0-9]{5}$/);
+    expect(getJson(['application', '-n', 'argocd', name]).metadata.annotations[STAMP_ANNOTATION]).toMatch(/^v1\./);
+    const status = runCli(['status', '--config', fixture('config.yaml'), '--kubeconfig', state().adminKubeconfig]);
+    expect(status.stdout).toMatch(new RegExp(`applications\\.argoproj\\.io argocd/${name}\\s+in sync`));
   });
 });

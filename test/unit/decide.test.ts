@@ -333,3 +333,21 @@ describe('ignore pointers', () => {
     expect((spec(stored).source as Record<string, unknown>).targetRevision).toBe('v2');
   });
 });
+
+describe('a trusted create by generateName', () => {
+  it('gets its name chosen on /mutate and a stamp valid for that name, the same on reinvocation', () => {
+    const t = context();
+    const { request } = review('agent-create');
+    delete request.object!.metadata!.name;
+    request.object!.metadata!.generateName = 'guestbook-';
+    request.name = '';
+    const decision = decide(request, 'mutate', t.ctx);
+    const stored = applyDecision(request.object!, decision);
+    const name = stored.metadata!.name!;
+    expect(name).toMatch(/^guestbook-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+    const rule = t.policy.rules[0]!;
+    const key = keyOf({ ...request, name });
+    expect(t.stamper.verify(stored.metadata!.annotations![STAMP_ANNOTATION], key)).toBe(rule.view.of(stored).hash);
+    expect(applyDecision(request.object!, decide(request, 'mutate', t.ctx)).metadata!.name).toBe(name);
+  });
+});
