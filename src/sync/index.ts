@@ -5,7 +5,7 @@ export { Stamper, STAMP_ANNOTATION, STAMP_POINTER } from './stamp.js';
 export { CanonicalCache, entryValues, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './cache.js';
 export { Policy, type Rule, type UserInfo } from './policy.js';
 export { objectKey } from './object-key.js';
-export { parsePointer, formatPointer, getAt, isPlainObject } from './pointer.js';
+export { parsePointer, formatPointer, getAt, hasParent, isPlainObject, removeAt, setAt } from './pointer.js';
 export { stamperFromFile, stamperFromSecret, STAMP_KEY_SECRET } from './stamp-key.js';
 export { createStore, MemoryStore, FileStore, SecretStore, type CanonicalStore, type Snapshot } from './store/index.js';
 export { LeaderElector, type LeaderOptions } from './leader.js';

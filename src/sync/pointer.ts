@@ -26,3 +26,29 @@ export function getAt(root: unknown, tokens: readonly string[]): unknown {
   }
   return node;
 }
+
+/** The container `tokens` lead into, when every step but the last exists. */
+function parentAt(root: unknown, tokens: readonly string[]): Record<string, unknown> | unknown[] | undefined {
+  const parent = getAt(root, tokens.slice(0, -1));
+  return Array.isArray(parent) || isPlainObject(parent) ? parent : undefined;
+}
+
+/** Sets the value at `tokens`, creating missing objects on the way. */
+export function setAt(root: Record<string, unknown>, tokens: readonly string[], value: unknown): void {
+  let node: Record<string, unknown> = root;
+  tokens.forEach((token, i) => {
+    if (i === tokens.length - 1) node[token] = value;
+    else node = (node[token] ??= {}) as Record<string, unknown>;
+  });
+}
+
+/** Does the container of `tokens` exist (so that a JSON patch can add or remove there)? */
+export const hasParent = (root: unknown, tokens: readonly string[]): boolean => tokens.length === 0 || parentAt(root, tokens) !== undefined;
+
+/** Removes the value at `tokens`, if there is one. */
+export function removeAt(root: unknown, tokens: readonly string[]): void {
+  const parent = parentAt(root, tokens);
+  const last = tokens[tokens.length - 1]!;
+  if (Array.isArray(parent)) parent.splice(Number(last), 1);
+  else if (parent) delete parent[last];
+}

@@ -7,7 +7,7 @@ import type { PatchOp } from './guarded-view.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { objectKey } from './object-key.js';
 import { observe } from './observe.js';
-import { parsePointer } from './pointer.js';
+import { parsePointer, setAt } from './pointer.js';
 import type { Policy, Rule } from './policy.js';
 import { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';
 import { STAMP_ANNOTATION, STAMP_POINTER, type Stamper } from './stamp.js';
@@ -71,13 +71,6 @@ const isRetryableConflict = (err: unknown) => err instanceof KubeError && (err.s
 const isGone = (err: unknown) => err instanceof KubeError && err.status === 404;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function setAt(root: Record<string, unknown>, tokens: string[], value: unknown): void {
-  let node = root;
-  tokens.forEach((token, i) => {
-    if (i === tokens.length - 1) node[token] = value;
-    else node = (node[token] ??= {}) as Record<string, unknown>;
-  });
-}
 
 function stampOps(object: KubeObject, stamp: string): PatchOp[] {
   if (object.metadata?.annotations?.[STAMP_ANNOTATION] === stamp) return [];

@@ -5,6 +5,11 @@ import {
   STAMP_ANNOTATION,
   STAMP_POINTER,
   TooDeepError,
+  getAt,
+  hasParent,
+  parsePointer,
+  removeAt,
+  setAt,
   type CanonicalLookup,
   type GuardedValues,
   type PatchOp,
@@ -84,10 +89,50 @@ function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key:
   // A create by generateName has no name yet, and a stamp binds the name: pick it here.
   const generated = req.operation === 'CREATE' && !object.metadata?.name && object.metadata?.generateName ? generatedName(object.metadata.generateName, req.uid) : undefined;
   const stampKey = generated ? objectKey(req.resource.group, req.resource.resource, req.namespace, generated) : key;
-  const stamp = ctx.stamper.stamp(rule.view.of(object).hash, stampKey);
-  if (stampOf(object) === stamp) return { kind: 'allow', reason: 'trusted' };
+  const kept = req.operation === 'UPDATE' && req.oldObject ? keepCanonical(rule, key, req.oldObject, object, ctx) : undefined;
+  const stored = kept?.object ?? object;
+  const stamp = ctx.stamper.stamp(rule.view.of(stored).hash, stampKey);
+  if (!kept && stampOf(object) === stamp) return { kind: 'allow', reason: 'trusted' };
   const nameOps: PatchOp[] = generated ? [{ op: 'add', path: '/metadata/name', value: generated }] : [];
-  return { kind: 'allow', reason: 'trusted', patch: [...nameOps, ...setStampOps(object, stamp)] };
+  return { kind: 'allow', reason: 'trusted', patch: [...nameOps, ...(kept?.ops ?? []), ...setStampOps(object, stamp)] };
+}
+
+const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+
+/**
+ * A trusted write does not launder drift. Where the stored object differs from the known
+ * canonical value (an untrusted change not reverted yet) and this write leaves that pointer
+ * as it was, the canonical value is put back: the stamp then vouches only for what a trusted
+ * writer wrote. Undefined when there is nothing to put back.
+ */
+function keepCanonical(rule: Rule, key: string, old: KubeObject, object: KubeObject, ctx: DecisionContext): { ops: PatchOp[]; object: KubeObject } | undefined {
+  const canonical = resolveCanonical(rule, key, old, ctx);
+  if (!canonical.known || canonical.hash === undefined) return undefined; // a stamped oldObject is canonical itself
+  const values = canonical.values();
+  const drifted = rule.view.changedPointers(values, old);
+  if (drifted.length === 0) return undefined;
+  const written = rule.view.changedPointers(rule.view.valuesOf(old), object);
+  const untouched = drifted.filter((p) => !written.some((w) => overlaps(w, p)));
+  if (untouched.length === 0) return undefined;
+  const target = structuredClone(object);
+  const ops: PatchOp[] = [];
+  for (const pointer of untouched) {
+    const tokens = parsePointer(pointer);
+    const base = rule.view.pointers.find((g) => overlaps(g, pointer) && pointer.startsWith(g))!;
+    const wanted = getAt(values[base], tokens.slice(parsePointer(base).length));
+    if (!hasParent(target, tokens)) continue;
+    const present = getAt(target, tokens) !== undefined;
+    if (wanted === undefined) {
+      if (!present) continue;
+      ops.push({ op: 'remove', path: pointer });
+      removeAt(target, tokens);
+    } else {
+      ops.push({ op: present ? 'replace' : 'add', path: pointer, value: wanted });
+      if (tokens.length === 0) continue;
+      setAt(target as Record<string, unknown>, tokens, structuredClone(wanted));
+    }
+  }
+  return ops.length ? { ops, object: target } : undefined;
 }
 
 /** The apiserver's alphabet for generated names (no vowels, no look-alikes). */

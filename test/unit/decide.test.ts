@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { STAMP_ANNOTATION, STAMP_POINTER } from '../../src/sync/index.js';
+import { observe, STAMP_ANNOTATION, STAMP_POINTER } from '../../src/sync/index.js';
 import { decide, reviewResponse } from '../../src/webhook/index.js';
 import type { KubeObject } from '../../src/webhook/index.js';
 import { AGENT, SELF, applyDecision, context, keyOf, review, setTargetRevision, stamp } from '../helpers/admission.js';
@@ -349,5 +349,38 @@ describe('a trusted create by generateName', () => {
     const key = keyOf({ ...request, name });
     expect(t.stamper.verify(stored.metadata!.annotations![STAMP_ANNOTATION], key)).toBe(rule.view.of(stored).hash);
     expect(applyDecision(request.object!, decide(request, 'mutate', t.ctx)).metadata!.name).toBe(name);
+  });
+});
+
+describe('a trusted write does not launder drift', () => {
+  it('a partial agent write over an unreverted untrusted change keeps the canonical value where the write did not touch it', () => {
+    const t = context();
+    const { request } = review('alice-update-spec');
+    const rule = t.policy.rules[0]!;
+    const key = keyOf(request);
+    // The canonical version: stamped, learned by the watcher.
+    const canonical = structuredClone(request.oldObject!);
+    stamp(t, request, canonical);
+    const learned = observe(canonical, rule, key, undefined, t.stamper, new Set());
+    if (learned.kind !== 'learn') throw new Error('expected learn');
+    t.cache.set(key, learned.entry);
+    // Behind admission, alice's change landed (and keeps the old stamp); the revert is late.
+    const drifted = structuredClone(canonical);
+    setTargetRevision(drifted, 'evil');
+    drifted.metadata!.resourceVersion = `${canonical.metadata!.resourceVersion}1`;
+    // The agent's merge patch of one other field.
+    const written = structuredClone(drifted);
+    (spec(written).source as Record<string, unknown>).path = 'new-path';
+    const agentWrite = { ...request, userInfo: { username: AGENT }, oldObject: drifted, object: written };
+    const decision = decide(agentWrite, 'mutate', t.ctx);
+    const stored = applyDecision(written, decision);
+    expect((spec(stored).source as Record<string, unknown>).targetRevision).toBe((spec(canonical).source as Record<string, unknown>).targetRevision);
+    expect((spec(stored).source as Record<string, unknown>).path).toBe('new-path');
+    expect(t.stamper.verify(stored.metadata!.annotations![STAMP_ANNOTATION], key)).toBe(rule.view.of(stored).hash);
+    // A write that sets that field itself is the source of truth speaking: kept.
+    const full = structuredClone(drifted);
+    setTargetRevision(full, 'v3');
+    const kept = applyDecision(full, decide({ ...agentWrite, object: full }, 'mutate', t.ctx));
+    expect((spec(kept).source as Record<string, unknown>).targetRevision).toBe('v3');
   });
 });
