@@ -47,6 +47,15 @@ function crossFieldProblems(config: Config): string[] {
         problems.push(`resources[${i}].ignore[${j}]: ${pointer} must lie below one of the guarded paths (${rule.guardedPaths.join(', ')})`);
       }
     });
+    // A rule that an earlier one always wins over is never used: almost certainly a mistake.
+    config.resources.slice(0, i).forEach((earlier, k) => {
+      if (earlier.group !== rule.group || earlier.resource !== rule.resource) return;
+      const selectsAll = !earlier.labelSelector || (!Object.keys(earlier.labelSelector.matchLabels ?? {}).length && !earlier.labelSelector.matchExpressions?.length);
+      const coversNamespaces = !earlier.namespaces || (rule.namespaces?.every((ns) => earlier.namespaces!.includes(ns)) ?? false);
+      if (selectsAll && coversNamespaces) {
+        problems.push(`resources[${i}]: never used: resources[${k}] matches every ${rule.resource} it would (the first matching rule wins); put the narrower rule first`);
+      }
+    });
     for (const req of rule.labelSelector?.matchExpressions ?? []) {
       const needsValues = req.operator === 'In' || req.operator === 'NotIn';
       if (needsValues !== Boolean(req.values?.length)) {

@@ -19,11 +19,13 @@ const labelSelector = z.strictObject({
 export const modes = ['enforce', 'rewrite', 'warn', 'off'] as const;
 export const normalizerNames = ['argocd-application'] as const;
 
-const resourceRule = z.strictObject({
+const resourceRuleFields = z.strictObject({
   group: z.string(),
-  resource: z.string().min(1),
-  /** Served version the watcher lists; admission matches any version. */
-  version: z.string().min(1).default('v1alpha1'),
+  resource: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, {
+    message: 'must be the lower-case plural resource name (e.g. applications, secrets), not the kind',
+  }),
+  /** Served version the watcher lists; admission matches any version. Argo CD's is the default. */
+  version: z.string().min(1).optional(),
   namespaces: z.array(z.string().min(1)).min(1).optional(),
   labelSelector: labelSelector.optional(),
   mode: z.enum(modes).default('enforce'),
@@ -32,6 +34,18 @@ const resourceRule = z.strictObject({
   normalizer: z.enum(normalizerNames).optional(),
   creates: z.enum(['deny', 'allow']).default('deny'),
   deletes: z.enum(['deny', 'allow']).default('deny'),
+});
+
+/** Argo CD's API version is known; any other group's must be stated, never guessed. */
+const resourceRule = resourceRuleFields.transform((rule, ctx) => {
+  if (rule.version) return { ...rule, version: rule.version };
+  if (rule.group === 'argoproj.io') return { ...rule, version: 'v1alpha1' };
+  ctx.addIssue({
+    code: 'custom',
+    path: ['version'],
+    message: `required for group "${rule.group}": the served version spec-guard lists and watches (e.g. v1)`,
+  });
+  return z.NEVER;
 });
 
 const trust = z.strictObject({

@@ -83,4 +83,25 @@ describe('configuration', () => {
       '/etc/spec-guard/config.yaml: resources: must have at least 1 entry',
     );
   });
+
+  it('does not guess a version outside argoproj.io (a wrong guess froze the cluster at start)', () => {
+    expect(problems('resources:\n  - group: apps\n    resource: deployments\n')).toEqual([
+      'resources[0].version: required for group "apps": the served version spec-guard lists and watches (e.g. v1)',
+    ]);
+    expect(parseConfig('resources:\n  - group: apps\n    resource: deployments\n    version: v1\n', 'c.yaml').resources[0]!.version).toBe('v1');
+    expect(parseConfig('resources:\n  - group: argoproj.io\n    resource: applications\n', 'c.yaml').resources[0]!.version).toBe('v1alpha1');
+  });
+
+  it('wants the lower-case plural resource name, not the kind', () => {
+    expect(problems('resources:\n  - group: argoproj.io\n    resource: Application\n')[0]).toMatch(/resources\[0\]\.resource: must be the lower-case plural resource name/);
+  });
+
+  it('refuses a rule that an earlier one always wins over', () => {
+    const yaml = 'resources:\n  - group: argoproj.io\n    resource: applications\n  - group: argoproj.io\n    resource: applications\n    namespaces: [argocd]\n    mode: warn\n';
+    expect(problems(yaml)).toEqual([
+      'resources[1]: never used: resources[0] matches every applications it would (the first matching rule wins); put the narrower rule first',
+    ]);
+    // Narrower first is fine, and so is a selective earlier rule.
+    expect(() => parseConfig('resources:\n  - group: argoproj.io\n    resource: applications\n    namespaces: [argocd]\n  - group: argoproj.io\n    resource: applications\n', 'c.yaml')).not.toThrow();
+  });
 });
