@@ -153,13 +153,17 @@ export class Watcher {
     }
     for (const [key, tombstone] of this.d.cache.tombstoneList()) if (!stored.has(key)) stored.set(key, tombstone);
     this.d.metrics.tombstones.set(stored.size);
-    for (const [key, tombstone] of stored) {
+    const gone = [...stored].filter(([key, tombstone]) => {
       const { group, resource } = parseObjectKey(key);
-      if (!expired(tombstone, now, this.watchingSince.get(`${group}/${resource}`) ?? now)) continue;
+      return expired(tombstone, now, this.watchingSince.get(`${group}/${resource}`) ?? now);
+    });
+    for (const [key, tombstone] of gone) {
       this.d.cache.clearTombstone(key);
       this.d.logger.info('tombstone expired: the watch never saw its delete', { key, at: tombstone.at });
-      await this.d.store.removeTombstone(key).catch((err: Error) => this.d.logger.warn('removing a tombstone failed', { key, error: err.message }));
     }
+    await Promise.all(gone.map(([key]) => this.d.store.removeTombstone(key))).catch((err: Error) =>
+      this.d.logger.warn('removing expired tombstones failed; the next sweep retries', { error: err.message }),
+    );
   }
 
   /** Stops watching; a leader first writes what it has not stored yet. */
@@ -247,8 +251,9 @@ export class Watcher {
     this.settled = new Set();
     try {
       await this.d.store.saveEntries(entries, changed);
-      // The entries are gone from the store: nothing can be recreated, the tombstones may go.
-      for (const key of settled) await this.d.store.removeTombstone(key);
+      // The entries are gone from the store: nothing can be recreated, the tombstones may go
+      // (all at once: the store writes them in one batch).
+      await Promise.all([...settled].map((key) => this.d.store.removeTombstone(key)));
     } catch (err) {
       for (const key of settled) this.settled.add(key);
       this.d.metrics.storeErrors.inc({ operation: 'save' });

@@ -1,4 +1,4 @@
-import { HttpError } from './body.js';
+import { HttpError, type LargeBodyBudget } from './body.js';
 
 /** A review larger than this is "large": real Applications are far smaller. */
 export const LARGE_REVIEW_BYTES = 256 * 1024;
@@ -13,7 +13,8 @@ export const ADMISSION_DEADLINE_MS = 2500;
  * agent's small writes wait past the apiserver's timeout and land unstamped. Large reviews
  * get a small budget of their own; small ones never wait for them.
  */
-export class AdmissionBudget {
+export class AdmissionBudget implements LargeBodyBudget {
+  readonly largeBytes = LARGE_REVIEW_BYTES;
   private large = 0;
 
   /** Takes a large-review slot, or throws 429. */

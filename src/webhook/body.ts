@@ -10,11 +10,19 @@ export class HttpError extends Error {
   }
 }
 
+/** Slots for large bodies: `enterLarge` throws (429) when none is free. */
+export interface LargeBodyBudget {
+  /** A body larger than this needs a slot. */
+  readonly largeBytes: number;
+  enterLarge(): void;
+  leaveLarge(): void;
+}
+
 /**
  * Reads and parses a JSON body of at most `limit` bytes. Leaner than body-parser (no
  * charset decoding layers, no content-type negotiation): this is the admission hot path.
  */
-export function readJsonBody(req: IncomingMessage, limit: number, large?: { bytes: number; enter(): void; leave(): void }): Promise<unknown> {
+export function readJsonBody(req: IncomingMessage, limit: number, large?: LargeBodyBudget): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > limit) {
@@ -28,7 +36,7 @@ export function readJsonBody(req: IncomingMessage, limit: number, large?: { byte
     let entered = false;
     const fail = (err: HttpError) => {
       failed = true;
-      if (entered) large!.leave();
+      if (entered) large!.leaveLarge();
       entered = false;
       req.resume();
       reject(err);
@@ -36,7 +44,7 @@ export function readJsonBody(req: IncomingMessage, limit: number, large?: { byte
     // A large body takes a slot of the large-review budget before it is read (or as soon as it turns out large).
     const enterLarge = (): boolean => {
       try {
-        large!.enter();
+        large!.enterLarge();
         entered = true;
         return true;
       } catch (err) {
@@ -44,12 +52,12 @@ export function readJsonBody(req: IncomingMessage, limit: number, large?: { byte
         return false;
       }
     };
-    if (large && declared > large.bytes && !enterLarge()) return;
+    if (large && declared > large.largeBytes && !enterLarge()) return;
     req.on('data', (chunk: Buffer) => {
       if (failed) return;
       size += chunk.length;
       if (size > limit) fail(new HttpError(413, `body larger than ${limit} bytes`));
-      else if (large && !entered && size > large.bytes && !enterLarge()) return;
+      else if (large && !entered && size > large.largeBytes && !enterLarge()) return;
       else chunks.push(chunk);
     });
     req.on('error', (err) => {
@@ -66,7 +74,7 @@ export function readJsonBody(req: IncomingMessage, limit: number, large?: { byte
       } catch (err) {
         reject(new HttpError(400, `body is not valid JSON: ${(err as Error).message}`));
       } finally {
-        if (entered) large!.leave();
+        if (entered) large!.leaveLarge();
       }
     });
   });

@@ -103,14 +103,18 @@ const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b
  * A trusted write does not launder drift. Where the stored object differs from the known
  * canonical value (an untrusted change not reverted yet) and this write leaves that pointer
  * as it was, the canonical value is put back: the stamp then vouches only for what a trusted
- * writer wrote. Undefined when there is nothing to put back.
+ * writer wrote. Undefined when there is nothing to put back, which the common case (the
+ * cache is current for the stored version) answers without any walk.
  */
 function keepCanonical(rule: Rule, key: string, old: KubeObject, object: KubeObject, ctx: DecisionContext): { ops: PatchOp[]; object: KubeObject } | undefined {
-  const canonical = resolveCanonical(rule, key, old, ctx);
-  if (!canonical.known || canonical.hash === undefined) return undefined; // a stamped oldObject is canonical itself
-  const values = canonical.values();
+  const entry = ctx.canonical.get(key);
+  if (!entry || entry.resourceVersion === old.metadata?.resourceVersion) return undefined;
+  const oldHash = rule.view.of(old).hash;
+  if (oldHash === entry.viewHash) return undefined;
+  // A valid stamp: a trusted write the cache has not seen yet, canonical itself.
+  if (ctx.stamper.verify(stampOf(old), key) === oldHash) return undefined;
+  const values = entryValues(entry);
   const drifted = rule.view.changedPointers(values, old);
-  if (drifted.length === 0) return undefined;
   const written = rule.view.changedPointers(rule.view.valuesOf(old), object);
   const untouched = drifted.filter((p) => !written.some((w) => overlaps(w, p)));
   if (untouched.length === 0) return undefined;
@@ -118,18 +122,16 @@ function keepCanonical(rule: Rule, key: string, old: KubeObject, object: KubeObj
   const ops: PatchOp[] = [];
   for (const pointer of untouched) {
     const tokens = parsePointer(pointer);
-    const base = rule.view.pointers.find((g) => overlaps(g, pointer) && pointer.startsWith(g))!;
-    const wanted = getAt(values[base], tokens.slice(parsePointer(base).length));
     if (!hasParent(target, tokens)) continue;
+    const base = rule.view.pointers.find((g) => pointer === g || pointer.startsWith(`${g}/`))!;
+    const wanted = getAt(values[base], tokens.slice(parsePointer(base).length));
     const present = getAt(target, tokens) !== undefined;
-    if (wanted === undefined) {
-      if (!present) continue;
+    if (wanted !== undefined) {
+      ops.push({ op: present ? 'replace' : 'add', path: pointer, value: wanted });
+      setAt(target as Record<string, unknown>, tokens, structuredClone(wanted));
+    } else if (present) {
       ops.push({ op: 'remove', path: pointer });
       removeAt(target, tokens);
-    } else {
-      ops.push({ op: present ? 'replace' : 'add', path: pointer, value: wanted });
-      if (tokens.length === 0) continue;
-      setAt(target as Record<string, unknown>, tokens, structuredClone(wanted));
     }
   }
   return ops.length ? { ops, object: target } : undefined;

@@ -9,7 +9,7 @@ import { decide, type DecisionContext } from './decide.js';
 import type { Decision, Webhook } from './decision.js';
 import { BadReviewError, parseReview, reviewResponse } from './review.js';
 import { HttpError, readJsonBody } from './body.js';
-import { AdmissionBudget, LARGE_REVIEW_BYTES } from './admission-budget.js';
+import { AdmissionBudget } from './admission-budget.js';
 
 /** Largest AdmissionReview body accepted (3 MiB, the apiserver's own request limit). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -47,12 +47,11 @@ const ADMISSION_PATHS: Record<string, Webhook> = { '/mutate': 'mutate', '/valida
 /**
  * The admission endpoints as a plain request handler: the hot path runs without a
  * framework (express's routing and request decoration cost about a tenth of the CPU of a
- * review). Answers undefined for any other request, which the express app then serves.
+ * review). Returns false for any other request, which the express app then serves.
  */
 function admissionHandler(options: WebhookServerOptions) {
   const { metrics, logger } = options;
   const budget = new AdmissionBudget();
-  const large = { bytes: LARGE_REVIEW_BYTES, enter: () => budget.enterLarge(), leave: () => budget.leaveLarge() };
   const admit = async (webhook: Webhook, req: IncomingMessage, res: ServerResponse) => {
     if (options.clientCa && !(req.socket as TLSSocket).authorized) {
       metrics.admissionErrors.inc({ code: '401' });
@@ -64,7 +63,7 @@ function admissionHandler(options: WebhookServerOptions) {
     const timer = metrics.admissionLatency.startTimer({ webhook });
     let request: AdmissionRequest;
     try {
-      request = parseReview(await readJsonBody(req, MAX_BODY_BYTES, large));
+      request = parseReview(await readJsonBody(req, MAX_BODY_BYTES, budget));
       budget.checkDeadline(arrivedAt);
     } catch (err) {
       const code = err instanceof HttpError ? err.status : err instanceof BadReviewError ? 400 : 500;
