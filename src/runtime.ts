@@ -18,7 +18,7 @@ import {
   Watcher,
 } from './sync/index.js';
 import { createWebhookServer } from './webhook/index.js';
-import { configurationsCarry, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
+import { configurationsCarry, ContinuityMonitor, currentRevision, layerKinds, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
 
 
 export interface RuntimeOptions {
@@ -168,11 +168,11 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const store = createStore(o.standalone ? { ...o.config.store, type: 'memory' } : o.config.store, kube, o.namespace, logger.error);
 
   let ready = false;
-  const decisionContext = { policy, canonical: cache, stamper };
+  const decisionBase = { policy, canonical: cache, stamper };
   server = createWebhookServer({
     tls,
     clientCa,
-    decisionContext: () => decisionContext,
+    decisionContext: () => ({ ...decisionBase, now: Date.now() }),
     metrics,
     logger,
     isReady: () => ready,
@@ -192,8 +192,27 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
 
   let watcher: Watcher | undefined;
   let elector: LeaderElector | undefined;
+  let continuity: ContinuityMonitor | undefined;
+  let servingSince: { since: string; sinceTime: number } | undefined;
   if (kube) {
     const events = new EventRecorder(kube, o.identity ?? 'spec-guard', (err) => logger.warn('event not recorded', { error: err.message }));
+    const snapshot = await store.load();
+    const excludedNamespaces = ['kube-system', o.namespace];
+    continuity = new ContinuityMonitor(
+      {
+        kube,
+        // What the layers must contain; where the webhooks point does not matter (GitOps installs differ).
+        desired: renderAdmissionObjects(policy, { endpoint: { url: 'https://spec-guard.invalid' }, caBundle: '', excludedNamespaces }),
+        layers: layerKinds(policy),
+        serving: () => servingSince,
+        save: (record) => store.saveContinuity(record),
+        isLeader: () => elector?.isLeader ?? false,
+        logger,
+        metrics,
+        onEstablished: () => watcher?.onLayersEstablished(),
+      },
+      snapshot.continuity,
+    );
     elector = new LeaderElector(
       kube,
       { namespace: o.namespace, name: 'spec-guard', leaseDurationSeconds: o.leaseDurationSeconds, identity: o.identity },
@@ -202,10 +221,12 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
         metrics.leader.set(leading ? 1 : 0);
         watcher?.onLeadershipChange(leading);
         certificates?.setLeading(leading);
+        if (leading) continuity?.persist().catch((err: Error) => logger.warn('storing the admission layers’ continuity failed', { error: err.message }));
         registrar?.setActive(leading).catch((err: Error) => logger.error('webhook registration failed', { error: err.message }));
       },
     );
-    watcher = new Watcher({ kube, policy, cache, store, stamper, metrics, logger, events, isLeader: () => elector!.isLeader });
+    const verifyLayers = continuity.verify;
+    watcher = new Watcher({ kube, policy, cache, store, stamper, metrics, logger, events, isLeader: () => elector!.isLeader, verifyLayers });
     // One election round first, so that a replica that leads from the start acts on its
     // first list. The stored canonical values are loaded before that list, so drift made
     // while spec-guard was down is reverted at start; a replica that becomes leader later
@@ -213,7 +234,10 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     await elector.start();
     // The leader registers before reporting ready, so that admission is on from then.
     if (elector.isLeader) await registrar?.setActive(true);
-    await watcher.start();
+    // From here this replica stamps every trusted write it is sent: the stamp layer's start.
+    servingSince = await currentRevision(kube);
+    continuity.start();
+    await watcher.start(snapshot);
   }
   ready = true;
   logger.info('spec-guard ready', {
@@ -234,6 +258,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       ready = false;
       logger.info('shutting down: draining in-flight requests', { reason });
       registrar?.stop();
+      continuity?.stop();
       certificates?.stop();
       tlsFiles?.stop();
       await watcher?.stop();

@@ -65,23 +65,26 @@ export async function status(argv: string[]): Promise<number> {
           rows.push({ object: name, state: 'paused', detail: `mode off (resources[${matched.index}])` });
           continue;
         }
-        const obs = observe(object, matched, key, stored.entries.get(key), stamper, policy.fieldManagers);
+        const obs = observe(object, matched, key, stored.entries.get(key), stored.tombstones.get(key), stamper);
         const row = { object: name, state: '', detail: '' };
         switch (obs.kind) {
           case 'learn':
-            Object.assign(row, { state: 'in sync', detail: obs.restamp ? 'trusted write, stamp pending' : 'stamped' });
+            Object.assign(row, { state: 'in sync', detail: 'stamped' });
             break;
           case 'in-sync':
             Object.assign(row, { state: 'in sync', detail: obs.restoreStamp ? 'stamp missing or changed' : '' });
             break;
           case 'drift':
+            Object.assign(row, { state: matched.mode === 'warn' ? 'drifted (warn)' : 'drifted', detail: obs.changed.join(', ') });
+            break;
+          case 'changed':
             Object.assign(row, {
-              state: matched.mode === 'warn' ? 'drifted (warn)' : 'drifted',
-              detail: `${obs.changed.join(', ')}${obs.by ? ` by ${obs.by}` : ''}`,
+              state: obs.previous ? 'changed, not stamped' : 'unknown canonical',
+              detail: obs.previous ? `${obs.changed.join(', ')}: the leader attributes it (admission layers below)` : 'nothing vouches for it yet',
             });
             break;
           case 'unknown':
-            Object.assign(row, { state: 'unknown canonical', detail: obs.by ? `last written by ${obs.by}` : '' });
+            Object.assign(row, { state: 'unknown canonical', detail: '' });
             break;
           case 'ignore':
             Object.assign(row, { state: 'deleting', detail: '' });

@@ -34,6 +34,16 @@ const resourceRuleFields = z.strictObject({
   normalizer: z.enum(normalizerNames).optional(),
   creates: z.enum(['deny', 'allow']).default('deny'),
   deletes: z.enum(['deny', 'allow']).default('deny'),
+  /**
+   * What the watcher does with what no layer vouches for (a blind window: spec-guard's
+   * admission objects were missing or altered): see docs/decisions.md, "Trust model".
+   */
+  blindWindow: z
+    .strictObject({
+      changes: z.enum(['revert', 'accept']).default('revert'),
+      deletes: z.enum(['keep-deleted', 'recreate']).default('keep-deleted'),
+    })
+    .default({ changes: 'revert', deletes: 'keep-deleted' }),
 });
 
 /** Argo CD's API version is known; any other group's must be stated, never guessed. */
@@ -51,7 +61,14 @@ const resourceRule = resourceRuleFields.transform((rule, ctx) => {
 const trust = z.strictObject({
   users: z.array(z.string().min(1)).default(['system:serviceaccount:argocd:argocd-agent-agent']),
   groups: z.array(z.string().min(1)).default([]),
-  fieldManagers: z.array(z.string().min(1)).default(['argocd-agent']),
+  /** Removed: managedFields are not evidence of who wrote (any writer sets them). */
+  fieldManagers: z
+    .unknown()
+    .optional()
+    .refine((v) => v === undefined, {
+      message: 'is no longer supported: managedFields are not evidence of who wrote; spec-guard attributes unstamped changes by the continuity of its admission layers (remove this field)',
+    })
+    .transform(() => undefined),
   /**
    * Untrusted writers whose spec writes are legitimate only after normalization (Argo CD's
    * application-controller): the in-apiserver policy leaves their spec changes to the

@@ -19,6 +19,8 @@ export interface RequestOptions {
   query?: Record<string, string | undefined>;
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Called with the response headers (e.g. for the apiserver's Date). */
+  onHeaders?: (headers: http.IncomingHttpHeaders) => void;
   /** Extra request headers (e.g. Impersonate-User). */
   headers?: Record<string, string>;
 }
@@ -73,6 +75,7 @@ export class KubeClient {
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out after ${options.timeoutMs} ms`)));
       req.on('error', reject);
       req.on('response', (res) => {
+        options.onHeaders?.(res.headers);
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', reject);

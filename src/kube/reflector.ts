@@ -8,9 +8,10 @@ export interface ListedObject {
 export interface ReflectorHandlers<T extends ListedObject> {
   /**
    * Each page of a (re)list, in order; `last` is true on the final page. Pages keep the
-   * memory of a large list to one page at a time.
+   * memory of a large list to one page at a time. `resourceVersion`: the revision the
+   * list is a consistent snapshot of.
    */
-  onListPage(items: T[], last: boolean): void;
+  onListPage(items: T[], last: boolean, resourceVersion: string): void;
   onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void;
   /** A watch ended abnormally and is being restarted. */
   onRestart?(reason: string): void;
@@ -103,7 +104,7 @@ export class Reflector<T extends ListedObject> {
       });
       continueToken = page.metadata.continue || undefined;
       this.resourceVersion = page.metadata.resourceVersion;
-      this.handlers.onListPage(page.items, !continueToken);
+      this.handlers.onListPage(page.items, !continueToken, page.metadata.resourceVersion);
     } while (continueToken);
     this.synced = true;
   }

@@ -128,6 +128,27 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly blindWindows = new Counter({
+    name: 'spec_guard_blind_windows_total',
+    help: 'Times an admission layer object was found missing or changed by someone else (a blind window began), by kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly layerIntact = new Gauge({
+    name: 'spec_guard_admission_layer_intact',
+    help: '1 while an admission layer (guard, stamp, tombstone) has been in force without a gap, as last verified; 0 in a blind window.',
+    labelNames: ['layer'] as const,
+    registers: [this.registry],
+  });
+
+  readonly unattributed = new Counter({
+    name: 'spec_guard_unattributed_changes_total',
+    help: 'Unstamped changes and untombstoned deletes that no layer vouches for (made in a blind window), by resource, change (update or delete) and action taken.',
+    labelNames: ['resource', 'change', 'action'] as const,
+    registers: [this.registry],
+  });
+
   constructor(withProcessMetrics = true) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
   }

@@ -1,6 +1,6 @@
 import type { Policy } from '../sync/index.js';
 import { parsePointer } from '../sync/index.js';
-import { celStamp, celValueAt, identityExpression, membership } from './cel.js';
+import { celList, celStamp, celValueAt, identityExpression, membership } from './cel.js';
 import { policyCovers, policyDecidesExpression } from './render-policy.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 
@@ -39,6 +39,14 @@ function clientConfig(endpoint: WebhookEndpoint, path: string, caBundle: string)
 }
 
 /**
+ * True when the in-apiserver policy holds the line for every rule that refuses or undoes
+ * untrusted changes: it is then the fail-closed layer, and the guard webhook adds precision.
+ */
+export function policyHolds(policy: Policy): boolean {
+  return policy.config.admissionPolicy && policy.rules.every((r) => r.mode === 'warn' || r.mode === 'off' || policyCovers(r));
+}
+
+/**
  * The MutatingWebhookConfiguration and ValidatingWebhookConfiguration for a policy:
  * trusted writers are stamped (failurePolicy Ignore: never block the source of truth);
  * untrusted writers are checked, failing closed only where the admission policy does not
@@ -52,8 +60,7 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
   // With the in-apiserver policy in place for every rule that refuses or undoes untrusted
   // changes, the guard webhook adds precision (messages, normalizers, rewrite) but need not
   // fail closed: an outage then costs precision, not protection.
-  const policyHolds = policy.config.admissionPolicy && policy.rules.every((r) => r.mode === 'warn' || r.mode === 'off' || policyCovers(r));
-  const guardFailurePolicy = policyHolds ? 'Ignore' : 'Fail';
+  const guardFailurePolicy = policyHolds(policy) ? 'Ignore' : 'Fail';
   const common = {
     admissionReviewVersions: ['v1'],
     sideEffects: 'NoneOnDryRun',
@@ -64,6 +71,13 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
   const isTrusted = { name: 'trusted', expression: trusted };
   const isUntrusted = { name: 'untrusted', expression: `!(${trusted})` };
   const guardedChange = { name: 'guarded-change', expression: changed };
+  // The policy leaves the spec of writers that need a normalizer to the webhook: for them the
+  // webhook is the fail-closed layer, so their check fails closed (they only normalize, and
+  // retry; the source of truth is never among them).
+  const normalized = policy.config.trust.normalizedWriters;
+  const isNormalized = { name: 'normalized-writer', expression: `request.userInfo.username in ${celList(normalized)}` };
+  const notNormalized = { name: 'not-normalized-writer', expression: `!(${isNormalized.expression})` };
+  const splitNormalized = guardFailurePolicy === 'Ignore' && normalized.length > 0;
   // What layer 0 decides alone skips the mutating webhook, so that a denial costs no hop. The
   // validating webhook still matches: the apiserver calls it only when the policy admitted the
   // write, which covers the second in which a new or restored policy is not in force yet.
@@ -107,8 +121,20 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
         clientConfig: clientConfig(options.endpoint, '/validate', options.caBundle),
         rules: resourceRules(policy.rules, ['CREATE', 'UPDATE', 'DELETE']),
         failurePolicy: guardFailurePolicy,
-        matchConditions: [isUntrusted, guardedChange],
+        matchConditions: [isUntrusted, guardedChange, ...(splitNormalized ? [notNormalized] : [])],
       },
+      ...(splitNormalized
+        ? [
+            {
+              ...common,
+              name: 'normalized.spec-guard.io',
+              clientConfig: clientConfig(options.endpoint, '/validate', options.caBundle),
+              rules: resourceRules(policy.rules, ['UPDATE']),
+              failurePolicy: 'Fail',
+              matchConditions: [isUntrusted, guardedChange, isNormalized],
+            },
+          ]
+        : []),
       {
         ...common,
         name: 'tombstone.spec-guard.io',

@@ -10,7 +10,15 @@ export interface CanonicalEntry {
   valuesJson: string;
   /** Stamp annotation that vouches for `values`. */
   stamp: string;
+  /** Sequence of that stamp (0 in a store written before sequences existed). */
+  seq?: number;
   resourceVersion: string;
+  /**
+   * The newest revision (etcd resourceVersion) at which the object is known to have held
+   * this canonical value: its version when learned or seen in sync, or a later list's.
+   * Attribution by continuity starts from here.
+   */
+  knownAt?: string;
   uid: string;
   apiVersion: string;
   kind: string;
@@ -23,11 +31,14 @@ export const entryValues = (entry: CanonicalEntry): GuardedValues => JSON.parse(
 /** What admission needs of the cache: read only. */
 export interface CanonicalLookup {
   get(key: string): CanonicalEntry | undefined;
+  /** A trusted delete recorded for the key, if any. */
+  tombstone(key: string): Tombstone | undefined;
 }
 
 /** A trusted delete, recorded before the apiserver carries it out. */
 export interface Tombstone {
   uid?: string;
+  /** When the delete was admitted (ISO time, milliseconds): stamps issued before it are stale on a recreated copy. */
   at: string;
 }
 

@@ -2,12 +2,12 @@
  * Wraps `work` so that it runs one at a time and calls made while it runs share the next
  * run: many concurrent callers (trusted deletes recording their tombstones) become one
  * write each time, never a queue of writes. Each caller resolves or fails with the run
- * that carried its change.
+ * that carried its change; a run always starts after the call, so it sees what the caller saw.
  */
-export function coalesce(work: () => Promise<void>): () => Promise<void> {
-  let running: Promise<void> | undefined;
-  let queued: Promise<void> | undefined;
-  const start = (): Promise<void> => {
+export function coalesce<T = void>(work: () => Promise<T>): () => Promise<T> {
+  let running: Promise<T> | undefined;
+  let queued: Promise<T> | undefined;
+  const start = (): Promise<T> => {
     const run = work().finally(() => {
       if (running === run) running = undefined;
     });

@@ -1,20 +1,27 @@
 import type { KubeObject } from '../webhook/admission-types.js';
-import { entryValues, type CanonicalEntry } from './cache.js';
+import { attributeChange, laterRevision, type Attribution, type Layers } from './attribution.js';
+import { entryValues, type CanonicalEntry, type Tombstone } from './cache.js';
+import { isFresh } from './freshness.js';
 import type { Rule } from './policy.js';
-import { lastGuardedWriter } from './provenance.js';
-import { STAMP_ANNOTATION, type Stamper } from './stamp.js';
+import { nextSeq, STAMP_ANNOTATION, type Stamper } from './stamp.js';
 import { TooDeepError } from './canonical-json.js';
 import type { View } from './guarded-view.js';
 
 /** What the watcher makes of one observed version of a guarded object. */
 export type Observation =
-  /** Trusted: this version defines the canonical value (`restamp`: its stamp must be set). */
-  | { kind: 'learn'; entry: CanonicalEntry; restamp: boolean }
+  /** A valid, fresh stamp: this version defines the canonical value. */
+  | { kind: 'learn'; entry: CanonicalEntry }
   /** Equal to the canonical value (`restoreStamp`: only the stamp was touched). */
   | { kind: 'in-sync'; entry: CanonicalEntry; restoreStamp: boolean }
-  | { kind: 'drift'; entry: CanonicalEntry; changed: string[]; by: string | undefined }
-  /** Nothing vouches for this version and no canonical value is known. */
-  | { kind: 'unknown'; by: string | undefined }
+  /**
+   * Differs from the canonical value (or none is known) and carries no fresh stamp: who
+   * made it is for attribution by continuity to say (see `resolve`). `entry` is the
+   * canonical value of this very copy (same uid), `previous` that of the key.
+   */
+  | { kind: 'changed'; entry: CanonicalEntry | undefined; previous: CanonicalEntry | undefined; changed: string[]; viewHash: string }
+  /** Nothing this deep is ever canonical: drift from the known value. */
+  | { kind: 'drift'; entry: CanonicalEntry; changed: string[] }
+  | { kind: 'unknown' }
   | { kind: 'ignore' };
 
 /** Annotations a recreated object gets back: all but kubectl's client-side bookkeeping. */
@@ -23,13 +30,15 @@ function keptAnnotations(object: KubeObject): Record<string, string> | undefined
   return Object.keys(rest).length ? rest : undefined;
 }
 
-function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: string): CanonicalEntry {
+function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: string, seq: number): CanonicalEntry {
   const meta = object.metadata ?? {};
   return {
     viewHash,
     valuesJson: JSON.stringify(rule.view.valuesOf(object)),
     stamp,
+    seq,
     resourceVersion: meta.resourceVersion ?? '',
+    knownAt: meta.resourceVersion ?? '',
     uid: meta.uid ?? '',
     apiVersion: object.apiVersion ?? '',
     kind: object.kind ?? '',
@@ -39,18 +48,18 @@ function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: stri
 }
 
 /**
- * Classifies one version of a guarded object, as the design's "Trust and provenance"
- * says: a valid stamp makes it canonical; so does an unstamped change whose last writer
- * of the guarded paths is a trusted field manager (it is then re-stamped); anything else
- * that differs from the canonical value is drift. Pure: no I/O.
+ * Classifies one version of a guarded object, as the design's "Trust and provenance" says:
+ * a valid and fresh stamp makes it canonical; equal to the canonical value is in sync;
+ * anything else is a change for attribution to judge. managedFields play no part: any
+ * writer sets them. Pure: no I/O.
  */
 export function observe(
   object: KubeObject,
   rule: Rule,
   key: string,
-  entry: CanonicalEntry | undefined,
+  previous: CanonicalEntry | undefined,
+  tombstone: Tombstone | undefined,
   stamper: Stamper,
-  trustedManagers: ReadonlySet<string>,
 ): Observation {
   if (object.metadata?.deletionTimestamp) return { kind: 'ignore' };
   let view: View;
@@ -60,17 +69,53 @@ export function observe(
     if (!(err instanceof TooDeepError)) throw err;
     // Nothing this deep was ever canonical (canonical values were serialized): drift when a
     // canonical value is known, restored from it without reading the deep value again.
-    return entry ? { kind: 'drift', entry, changed: rule.view.pointers, by: undefined } : { kind: 'unknown', by: undefined };
+    return previous ? { kind: 'drift', entry: previous, changed: rule.view.pointers } : { kind: 'unknown' };
   }
-  const stamp = object.metadata?.annotations?.[STAMP_ANNOTATION];
-  if (stamp && stamper.verify(stamp, key) === view.hash) return { kind: 'learn', entry: entryFrom(object, rule, view.hash, stamp), restamp: false };
-  if (entry && entry.viewHash === view.hash) {
-    return { kind: 'in-sync', entry: { ...entry, resourceVersion: object.metadata?.resourceVersion ?? '' }, restoreStamp: stamp !== entry.stamp };
+  const meta = object.metadata ?? {};
+  const stamp = meta.annotations?.[STAMP_ANNOTATION];
+  const claim = stamper.read(stamp, key);
+  if (claim && claim.hash === view.hash && isFresh(claim, object, previous, tombstone)) {
+    return { kind: 'learn', entry: entryFrom(object, rule, view.hash, stamp!, claim.seq) };
   }
-  const writer = lastGuardedWriter(object.metadata?.managedFields, rule.view.pointers, trustedManagers);
-  if (writer.trusted) {
-    return { kind: 'learn', entry: entryFrom(object, rule, view.hash, stamper.stamp(view.hash, key)), restamp: true };
+  if (previous && previous.viewHash === view.hash) {
+    const rv = meta.resourceVersion ?? '';
+    const entry = { ...previous, uid: meta.uid ?? previous.uid, resourceVersion: rv, knownAt: laterRevision(previous.knownAt ?? previous.resourceVersion, rv) };
+    return { kind: 'in-sync', entry, restoreStamp: stamp !== previous.stamp };
   }
-  if (!entry) return { kind: 'unknown', by: writer.manager };
-  return { kind: 'drift', entry, changed: rule.view.changedPointers(entryValues(entry), object), by: writer.manager };
+  const sameCopy = previous && (!previous.uid || previous.uid === meta.uid) ? previous : undefined;
+  const changed = previous ? rule.view.changedPointers(entryValues(previous), object) : rule.view.pointers;
+  return { kind: 'changed', entry: sameCopy, previous, changed, viewHash: view.hash };
+}
+
+/** What the watcher does with a change that carries no fresh stamp, once attributed. */
+export type ChangePlan =
+  | { action: 'learn'; entry: CanonicalEntry; attribution: Attribution }
+  | { action: 'revert'; entry: CanonicalEntry; attribution: Attribution }
+  | { action: 'leave'; attribution: Attribution };
+
+/**
+ * Attribution by continuity, then the rule's choice for what no layer vouches for. A
+ * trusted change is learned and stamped anew (a sequence after every one seen); an
+ * untrusted one is reverted to the canonical value; an unattributed one follows the rule's
+ * `blindWindow.changes`. Pure: `now` is passed in.
+ */
+export function resolve(
+  obs: Extract<Observation, { kind: 'changed' }>,
+  object: KubeObject,
+  rule: Rule,
+  key: string,
+  layers: Layers,
+  stamper: Stamper,
+  now: number,
+): ChangePlan {
+  // In warn mode untrusted writers are admitted: the guard layer vouches for nothing.
+  const effective = rule.mode === 'warn' ? { ...layers, guard: { intact: false } } : layers;
+  const attribution = attributeChange(effective, obs.entry, object, rule.config.creates === 'allow');
+  const learn = (): ChangePlan => {
+    const seq = nextSeq(now, obs.previous?.seq);
+    return { action: 'learn', entry: entryFrom(object, rule, obs.viewHash, stamper.stamp(obs.viewHash, key, seq), seq), attribution };
+  };
+  if (attribution === 'trusted') return learn();
+  if (attribution === 'unattributed' && rule.config.blindWindow.changes === 'accept') return learn();
+  return obs.previous ? { action: 'revert', entry: obs.previous, attribution } : { action: 'leave', attribution };
 }

@@ -36,7 +36,6 @@ function selectorMatcher(selector: LabelSelector | undefined): Rule['matchesLabe
 export class Policy {
   private readonly users: Set<string>;
   private readonly groups: Set<string>;
-  readonly fieldManagers: Set<string>;
   readonly rules: Rule[];
   private readonly byResource = new Map<string, Rule[]>();
 
@@ -48,7 +47,6 @@ export class Policy {
     this.users = new Set(config.trust.users);
     if (selfUser) this.users.add(selfUser);
     this.groups = new Set(config.trust.groups);
-    this.fieldManagers = new Set(config.trust.fieldManagers);
     this.rules = config.resources.map((rc, index) => ({
       index,
       config: rc,

@@ -4,9 +4,24 @@ export const STAMP_ANNOTATION = 'spec-guard.io/stamp';
 /** JSON pointer of the stamp annotation. */
 export const STAMP_POINTER = '/metadata/annotations/spec-guard.io~1stamp';
 
+/** What a valid stamp vouches for. */
+export interface StampClaim {
+  /** sha256 of the guarded view. */
+  hash: string;
+  /**
+   * Sequence of the trusted write, in milliseconds since the epoch, increasing per object:
+   * a later trusted write always carries a higher one, so an older stamp replayed later
+   * (with its older view, or on a recreated copy) is recognised as stale.
+   */
+  seq: number;
+}
+
+const STAMP_FORMAT = /^v2\.([0-9a-f]{64})\.(0|[1-9]\d{0,15})\.([A-Za-z0-9_-]{43})$/;
+
 /**
- * Signs guarded views: `v1.<sha256 of the view>.<HMAC>`. The HMAC also covers the
- * object's identity, so a stamp copied onto another object is not valid there.
+ * Signs guarded views: `v2.<sha256 of the view>.<sequence>.<HMAC>`. The HMAC covers the
+ * view, the sequence and the object's identity, so a stamp copied onto another object,
+ * or with another sequence, is not valid.
  */
 export class Stamper {
   constructor(private readonly key: Buffer) {
@@ -17,21 +32,29 @@ export class Stamper {
     return randomBytes(32);
   }
 
-  private mac(viewHash: string, objectKey: string): string {
-    return createHmac('sha256', this.key).update(`v1.${viewHash}.${objectKey}`).digest('base64url');
+  private mac(viewHash: string, seq: number, objectKey: string): string {
+    return createHmac('sha256', this.key).update(`v2.${viewHash}.${seq}.${objectKey}`).digest('base64url');
   }
 
-  stamp(viewHash: string, objectKey: string): string {
-    return `v1.${viewHash}.${this.mac(viewHash, objectKey)}`;
+  stamp(viewHash: string, objectKey: string, seq: number): string {
+    return `v2.${viewHash}.${seq}.${this.mac(viewHash, seq, objectKey)}`;
+  }
+
+  /** What a valid stamp claims, or undefined when it is not valid for this object. */
+  read(stamp: string | undefined, objectKey: string): StampClaim | undefined {
+    const match = stamp ? STAMP_FORMAT.exec(stamp) : null;
+    if (!match) return undefined;
+    const [, hash, seqText, given] = match as unknown as [string, string, string, string];
+    const seq = Number(seqText);
+    const expected = Buffer.from(this.mac(hash, seq, objectKey));
+    return timingSafeEqual(expected, Buffer.from(given)) ? { hash, seq } : undefined;
   }
 
   /** The view hash a valid stamp vouches for, or undefined when it is not valid. */
   verify(stamp: string | undefined, objectKey: string): string | undefined {
-    if (!stamp) return undefined;
-    const parts = stamp.split('.');
-    if (parts.length !== 3 || parts[0] !== 'v1' || !/^[0-9a-f]{64}$/.test(parts[1]!)) return undefined;
-    const expected = Buffer.from(this.mac(parts[1]!, objectKey));
-    const given = Buffer.from(parts[2]!);
-    return expected.length === given.length && timingSafeEqual(expected, given) ? parts[1] : undefined;
+    return this.read(stamp, objectKey)?.hash;
   }
 }
+
+/** The sequence of the next trusted write: after `now` and after every sequence seen before. */
+export const nextSeq = (now: number, ...seen: Array<number | undefined>): number => Math.max(now, ...seen.map((s) => (s ?? -1) + 1));

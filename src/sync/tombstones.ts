@@ -6,7 +6,8 @@ import { coalesce } from './coalesce.js';
  * not recreate the object when it sees it go. A review body is not proof (anyone who
  * reaches the webhook port can post one), so a tombstone only counts for the object with
  * its uid, and only until the watch, watching throughout, has gone CONFIRM_MS past it
- * without seeing that delete. A confirmed one is removed once the delete is settled.
+ * without seeing that delete. A confirmed one is kept as long (once the removal of the
+ * object's canonical entry is stored): stamps issued before it are stale on a recreated copy.
  * Pure rules; the stores and the watcher apply them.
  */
 export const TOMBSTONE_CONFIRM_MS = 10_000;

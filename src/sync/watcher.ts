@@ -6,12 +6,13 @@ import { entryValues, type CanonicalCache, type CanonicalEntry, type Tombstone }
 import type { PatchOp } from './guarded-view.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { objectKey } from './object-key.js';
-import { observe } from './observe.js';
+import { attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type Layers } from './attribution.js';
+import { observe, resolve, type Observation } from './observe.js';
 import { parsePointer, setAt } from './pointer.js';
 import type { Policy, Rule } from './policy.js';
 import { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';
 import { STAMP_ANNOTATION, STAMP_POINTER, type Stamper } from './stamp.js';
-import type { CanonicalStore } from './store/index.js';
+import type { CanonicalStore, Snapshot } from './store/index.js';
 import { confirms, expired, TOMBSTONE_CONFIRM_MS } from './tombstones.js';
 import { RevertThrottle } from './revert-throttle.js';
 
@@ -25,6 +26,11 @@ export interface WatcherDeps {
   logger: Logger;
   events: EventRecorder;
   isLeader: () => boolean;
+  /**
+   * A fresh verification of the admission layers' continuity (see attribution.ts); absent
+   * (no cluster, tests): nothing vouches for unstamped changes.
+   */
+  verifyLayers?: () => Promise<Layers>;
   /** A watch silent this long is restarted (default 60 s). */
   silenceMs?: number;
 }
@@ -96,8 +102,6 @@ export class Watcher {
   private stopped = false;
   /** Per resource (group/resource): since when its watch has run without a restart. */
   private readonly watchingSince = new Map<string, number>();
-  /** Confirmed deletes whose tombstones go once the removal of their entries is stored. */
-  private settled = new Set<string>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly throttle = new RevertThrottle();
 
@@ -105,9 +109,9 @@ export class Watcher {
     this.queue = new KeyedQueue((key, err) => d.logger.error('watch handler failed', { key, error: (err as Error).stack }));
   }
 
-  /** Loads the store, then lists every guarded resource; resolves once all are listed. */
-  async start(): Promise<void> {
-    const snapshot = await this.d.store.load();
+  /** Loads the store (unless given its snapshot), then lists every guarded resource; resolves once all are listed. */
+  async start(loaded?: Snapshot): Promise<void> {
+    const snapshot = loaded ?? (await this.d.store.load());
     for (const [key, entry] of snapshot.entries) this.d.cache.set(key, entry);
     for (const [key, tombstone] of snapshot.tombstones) this.d.cache.recordTombstone(key, tombstone);
     this.d.logger.info('canonical state loaded', { store: this.d.store.description, entries: snapshot.entries.size, tombstones: snapshot.tombstones.size });
@@ -119,7 +123,7 @@ export class Watcher {
         this.d.kube,
         { path: collectionPath(group, version, resource, namespace), silenceMs: this.d.silenceMs },
         {
-          onListPage: (items, last) => this.onListPage(scope, items, last),
+          onListPage: (items, last, revision) => this.onListPage(scope, items, last, revision),
           onEvent: (type, object) => this.onEvent(group, resource, version, type, object, Date.now()),
           onRestart: (reason) => {
             this.watchingSince.set(`${group}/${resource}`, Date.now());
@@ -153,8 +157,11 @@ export class Watcher {
     }
     for (const [key, tombstone] of this.d.cache.tombstoneList()) if (!stored.has(key)) stored.set(key, tombstone);
     this.d.metrics.tombstones.set(stored.size);
+    // A confirmed delete keeps its tombstone until the removal of its entry is stored: a
+    // restart in between must not find the entry without it (and recreate the object).
     const gone = [...stored].filter(([key, tombstone]) => {
       const { group, resource } = parseObjectKey(key);
+      if (this.d.cache.get(key) && this.dirty.has(key)) return false;
       return expired(tombstone, now, this.watchingSince.get(`${group}/${resource}`) ?? now);
     });
     for (const [key, tombstone] of gone) {
@@ -174,6 +181,21 @@ export class Watcher {
     clearTimeout(this.flushTimer);
     await this.flushing;
     await this.flush();
+  }
+
+  /** List prefixes whose relist stores the raised knownAt of objects in sync. */
+  private readonly raisingKnownAt = new Set<string>();
+
+  /**
+   * An admission layer came into force (again): relist, so that every object in sync is
+   * known canonical as of now, and store that, for continuity to start from.
+   */
+  onLayersEstablished(): void {
+    if (this.stopped || !this.d.isLeader()) return;
+    for (const r of this.resources) {
+      this.raisingKnownAt.add(`${r.group}/${r.resource}/${r.namespace === undefined ? '' : `${r.namespace}/`}`);
+      r.reflector.resync();
+    }
   }
 
   /** A new leader re-examines everything and rewrites the store. */
@@ -196,17 +218,18 @@ export class Watcher {
   /** Keys seen so far in the list in progress, per resource. */
   private readonly listing = new Map<string, Set<string>>();
 
-  private onListPage(scope: WatchScope, items: KubeObject[], last: boolean): void {
+  private onListPage(scope: WatchScope, items: KubeObject[], last: boolean, revision: string): void {
     const { group, resource, version } = scope;
     const prefix = `${group}/${resource}/${scope.namespace === undefined ? '' : `${scope.namespace}/`}`;
     const present = this.listing.get(prefix) ?? new Set<string>();
     this.listing.set(prefix, present);
     for (const item of items) {
       present.add(this.keyOf(group, resource, item));
-      this.onEvent(group, resource, version, 'ADDED', item, Date.now());
+      this.onEvent(group, resource, version, 'ADDED', item, Date.now(), revision);
     }
     if (!last) return;
     this.listing.delete(prefix);
+    this.raisingKnownAt.delete(prefix);
     // Known objects missing from a complete list were deleted while the watch was not looking.
     for (const key of [...this.d.cache.keys()]) {
       if (!key.startsWith(prefix) || present.has(key)) continue;
@@ -217,11 +240,11 @@ export class Watcher {
     }
   }
 
-  private onEvent(group: string, resource: string, version: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject, seenAt: number): void {
+  private onEvent(group: string, resource: string, version: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject, seenAt: number, listedAt?: string): void {
     const rule = this.ruleFor(group, resource, object);
     if (!rule) return;
     const key = this.keyOf(group, resource, object);
-    const ref = { group, resource, version, key, rule };
+    const ref: Ref = { group, resource, version, key, rule, listedAt };
     this.queue.push(key, () => (type === 'DELETED' ? this.handleDeleted(ref, object.metadata?.uid) : this.handle(ref, object, seenAt, 0)));
   }
 
@@ -247,15 +270,9 @@ export class Watcher {
     this.dirty = new Set();
     const entries = new Map<string, CanonicalEntry>();
     for (const key of this.d.cache.keys()) entries.set(key, this.d.cache.get(key)!);
-    const settled = this.settled;
-    this.settled = new Set();
     try {
       await this.d.store.saveEntries(entries, changed);
-      // The entries are gone from the store: nothing can be recreated, the tombstones may go
-      // (all at once: the store writes them in one batch).
-      await Promise.all([...settled].map((key) => this.d.store.removeTombstone(key)));
     } catch (err) {
-      for (const key of settled) this.settled.add(key);
       this.d.metrics.storeErrors.inc({ operation: 'save' });
       this.d.logger.error('saving the canonical state failed; retrying', { store: this.d.store.description, error: (err as Error).message });
       for (const key of changed) this.dirty.add(key);
@@ -304,68 +321,111 @@ export class Watcher {
 
   private async handle(ref: Ref, object: KubeObject, seenAt: number, attempt: number): Promise<void> {
     const { key, rule } = ref;
-    const obs = observe(object, rule, key, this.d.cache.get(key), this.d.stamper, this.d.policy.fieldManagers);
+    let obs: Observation = observe(object, rule, key, this.d.cache.get(key), this.d.cache.tombstone(key), this.d.stamper);
     const leader = this.d.isLeader();
+    if (obs.kind === 'changed') {
+      // Only the leader attributes (it alone acts on the answer); a follower waits for the stamp.
+      if (!leader) return;
+      const layers = (await this.d.verifyLayers?.()) ?? UNKNOWN_LAYERS;
+      const plan = resolve(obs, object, rule, key, layers, this.d.stamper, Date.now());
+      if (plan.attribution === 'unattributed') this.reportUnattributed(ref, object, obs.changed, plan.action);
+      if (plan.action === 'leave') {
+        this.d.logger.debug('no canonical value known; leaving the object alone', { key, attribution: plan.attribution });
+        return;
+      }
+      if (plan.action === 'learn') await this.learn(ref, object, plan.entry, true, seenAt, attempt);
+      else await this.revert(ref, object, { entry: plan.entry, changed: obs.changed }, plan.attribution, seenAt, attempt);
+      return;
+    }
     this.setDrifted(ref, obs.kind === 'drift' && rule.mode !== 'warn');
     switch (obs.kind) {
       case 'ignore':
-        return;
       case 'unknown':
-        this.d.logger.debug('no canonical value known; leaving the object alone', { key, lastWriter: obs.by });
         return;
-      case 'learn': {
-        const previous = this.d.cache.get(key);
-        this.d.cache.set(key, obs.entry);
-        // A new canonical value (not spec-guard's own revert coming back) ends any fight.
-        if (!previous || previous.viewHash !== obs.entry.viewHash) {
-          this.markDirty(key);
-          this.throttle.forget(key);
-        }
-        if (this.d.cache.tombstone(key)) {
-          // A trusted write brought the object back: the earlier delete no longer applies.
-          this.d.cache.clearTombstone(key);
-          if (leader) await this.d.store.removeTombstone(key);
-        }
-        if (obs.restamp && leader) await this.tryPatch(ref, object, stampOps(object, obs.entry.stamp), seenAt, attempt, 'restamp');
+      case 'learn':
+        await this.learn(ref, object, obs.entry, false, seenAt, attempt);
         return;
-      }
-      case 'in-sync':
-        this.d.cache.set(key, obs.entry);
+      case 'in-sync': {
+        // Listed in sync: canonical as of the list's revision, which continuity may start from.
+        const entry = ref.listedAt ? { ...obs.entry, knownAt: laterRevision(obs.entry.knownAt ?? obs.entry.resourceVersion, ref.listedAt) } : obs.entry;
+        this.d.cache.set(key, entry);
+        if (ref.listedAt && [...this.raisingKnownAt].some((p) => key.startsWith(p))) this.markDirty(key);
         if (obs.restoreStamp && leader && rule.mode !== 'warn') {
           await this.tryPatch(ref, object, stampOps(object, obs.entry.stamp), seenAt, attempt, 'stamp');
         }
         return;
-      case 'drift': {
-        if (attempt === 0) this.d.metrics.driftDetected.inc({ source: 'watch', resource: `${ref.resource}.${ref.group}` });
-        const who = obs.by ? ` by field manager ${obs.by}` : '';
-        const pointers = obs.changed.join(', ');
-        const involved = this.involved(object);
-        if (rule.mode === 'warn') {
-          if (leader) this.d.events.record(involved, 'Warning', 'SpecDriftDetected', `Untrusted change${who} to ${pointers}; left in place (warn mode)`);
-          return;
-        }
-        if (!leader) return;
-        const { waitMs, fightStarted } = this.throttle.decide(key, Date.now());
-        if (waitMs > 0) {
-          // Fighting another writer: revert the version there is once the backoff is over.
-          await sleep(waitMs);
-          if (!this.stopped) await this.reread(ref, seenAt, attempt);
-          return;
-        }
-        if (fightStarted) {
-          this.d.metrics.revertBackoffs.inc({ resource: `${ref.resource}.${ref.group}` });
-          this.d.events.record(involved, 'Warning', 'SpecDriftFight', `Another writer${who} keeps changing ${pointers}; spec-guard keeps reverting, each time after a longer wait (up to 5 min)`);
-          this.d.logger.warn('another writer keeps changing a guarded object; reverts back off', { key, lastWriter: obs.by });
-        }
-        const ops = [...rule.view.restoreOps(entryValues(obs.entry), object), ...stampOps(object, obs.entry.stamp)];
-        if (await this.tryPatch(ref, object, ops, seenAt, attempt, 'revert')) {
-          this.d.metrics.reverts.inc({ resource: `${ref.resource}.${ref.group}`, result: 'reverted' });
-          this.d.metrics.revertLatency.observe((Date.now() - seenAt) / 1000);
-          this.d.events.record(involved, 'Warning', 'SpecDriftReverted', `Reverted an untrusted change${who} to ${pointers}: it is owned by the source of truth`);
-          this.d.logger.info('drift reverted', { key, changed: obs.changed, lastWriter: obs.by, ms: Date.now() - seenAt });
-        }
-        return;
       }
+      case 'drift':
+        await this.revert(ref, object, obs, 'untrusted', seenAt, attempt);
+        return;
+    }
+  }
+
+  /** A new canonical value: from a fresh stamp, or attributed to a trusted writer (`restamp`: stamp it now). */
+  private async learn(ref: Ref, object: KubeObject, entry: CanonicalEntry, restamp: boolean, seenAt: number, attempt: number): Promise<void> {
+    const { key } = ref;
+    this.setDrifted(ref, false);
+    const previous = this.d.cache.get(key);
+    this.d.cache.set(key, entry);
+    // A new canonical value (not spec-guard's own revert coming back) ends any fight. A new
+    // sequence for the same value need not be stored: a replayed stamp of another value is
+    // older than the stored sequence of the value it replaced.
+    if (!previous || previous.viewHash !== entry.viewHash) {
+      this.markDirty(key);
+      this.throttle.forget(key);
+    }
+    const leader = this.d.isLeader();
+    const tombstone = this.d.cache.tombstone(key);
+    if (tombstone && tombstone.uid !== object.metadata?.uid) {
+      // A trusted write brought the object back: the earlier delete no longer applies.
+      this.d.cache.clearTombstone(key);
+      if (leader) await this.d.store.removeTombstone(key);
+    }
+    if (restamp && leader) await this.tryPatch(ref, object, stampOps(object, entry.stamp), seenAt, attempt, 'restamp');
+  }
+
+  /** Counts, logs and reports (Event) a change or delete that no layer vouches for. */
+  private reportUnattributed(ref: Ref, object: KubeObject, changed: string[], action: string): void {
+    const change = changed.length ? 'update' : 'delete';
+    const done = { learn: 'accepted (blindWindow.changes: accept)', revert: 'reverted (blindWindow.changes: revert)', leave: 'left alone (no canonical value is known)', recreate: 'recreated (blindWindow.deletes: recreate)', 'keep-deleted': 'kept deleted (blindWindow.deletes: keep-deleted)' }[action] ?? action;
+    this.d.metrics.unattributed.inc({ resource: `${ref.resource}.${ref.group}`, change, action });
+    const what = change === 'update' ? `A change to ${changed.join(', ')} without a valid, fresh stamp` : 'A delete without a tombstone';
+    const message = `${what} was made while spec-guard's admission layers were not in force (a blind window): it cannot be attributed; ${done}`;
+    this.d.events.record(this.involved(object), 'Warning', 'UnattributedChange', message);
+    this.d.logger.warn('unattributed change in a blind window', { key: ref.key, change, changed, action });
+  }
+
+  private async revert(ref: Ref, object: KubeObject, obs: { entry: CanonicalEntry; changed: string[] }, attribution: Attribution, seenAt: number, attempt: number): Promise<void> {
+    const { key, rule } = ref;
+    this.setDrifted(ref, rule.mode !== 'warn');
+    if (attempt === 0) this.d.metrics.driftDetected.inc({ source: 'watch', resource: `${ref.resource}.${ref.group}` });
+    const who = attribution === 'unattributed' ? 'An unattributed change (made in a blind window)' : 'An untrusted change';
+    const pointers = obs.changed.join(', ');
+    const involved = this.involved(object);
+    const leader = this.d.isLeader();
+    if (rule.mode === 'warn') {
+      if (leader) this.d.events.record(involved, 'Warning', 'SpecDriftDetected', `${who} to ${pointers}; left in place (warn mode)`);
+      return;
+    }
+    if (!leader) return;
+    const { waitMs, fightStarted } = this.throttle.decide(key, Date.now());
+    if (waitMs > 0) {
+      // Fighting another writer: revert the version there is once the backoff is over.
+      await sleep(waitMs);
+      if (!this.stopped) await this.reread(ref, seenAt, attempt);
+      return;
+    }
+    if (fightStarted) {
+      this.d.metrics.revertBackoffs.inc({ resource: `${ref.resource}.${ref.group}` });
+      this.d.events.record(involved, 'Warning', 'SpecDriftFight', `Another writer keeps changing ${pointers}; spec-guard keeps reverting, each time after a longer wait (up to 5 min)`);
+      this.d.logger.warn('another writer keeps changing a guarded object; reverts back off', { key });
+    }
+    const ops = [...rule.view.restoreOps(entryValues(obs.entry), object), ...stampOps(object, obs.entry.stamp)];
+    if (await this.tryPatch(ref, object, ops, seenAt, attempt, 'revert')) {
+      this.d.metrics.reverts.inc({ resource: `${ref.resource}.${ref.group}`, result: 'reverted' });
+      this.d.metrics.revertLatency.observe((Date.now() - seenAt) / 1000);
+      this.d.events.record(involved, 'Warning', 'SpecDriftReverted', `Reverted: ${who.toLowerCase()} to ${pointers}; it is owned by the source of truth`);
+      this.d.logger.info('drift reverted', { key, changed: obs.changed, attribution, ms: Date.now() - seenAt });
     }
   }
 
@@ -415,16 +475,27 @@ export class Watcher {
         throw err;
       }
     }
-    const trusted = confirms(tombstone, uid);
-    if (trusted || rule.config.deletes === 'allow' || rule.mode === 'warn') {
+    const forget = (by: string) => {
       this.d.cache.delete(key);
-      this.d.cache.clearTombstone(key);
       this.markDirty(key);
-      if (trusted && this.d.isLeader()) this.settled.add(key);
-      this.d.logger.info('guarded object deleted', { key, by: trusted ? 'trusted (tombstone)' : `allowed by the rule (${rule.mode}, deletes: ${rule.config.deletes})` });
-      return;
+      this.d.logger.info('guarded object deleted', { key, by });
+    };
+    if (confirms(tombstone, uid)) {
+      // Kept a while: stamps issued before this delete are stale on a recreated copy.
+      if (tombstone) this.d.cache.recordTombstone(key, tombstone);
+      return forget('trusted (tombstone)');
     }
+    if (rule.config.deletes === 'allow' || rule.mode === 'warn') return forget(`allowed by the rule (${rule.mode}, deletes: ${rule.config.deletes})`);
     if (!this.d.isLeader()) return;
+    const attribution = attributeDelete((await this.d.verifyLayers?.()) ?? UNKNOWN_LAYERS, entry);
+    if (attribution === 'trusted') return forget('trusted (the guard layer held throughout: no one else could delete it)');
+    const { namespace, name } = parseObjectKey(key);
+    const ghost: KubeObject = { apiVersion: entry.apiVersion, kind: entry.kind, metadata: { name, namespace: namespace || undefined, uid: entry.uid } };
+    if (attribution === 'unattributed') {
+      const action = rule.config.blindWindow.deletes;
+      this.reportUnattributed(ref, ghost, [], action);
+      if (action === 'keep-deleted') return forget('unattributed (a blind window): kept deleted');
+    }
     await this.recreate(ref, entry, 0);
   }
 
@@ -461,4 +532,6 @@ interface Ref {
   version: string;
   key: string;
   rule: Rule;
+  /** For an object from a list: the list's revision, as of which what it shows holds. */
+  listedAt?: string;
 }

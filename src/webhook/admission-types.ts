@@ -17,19 +17,11 @@ export interface KubeObject {
     resourceVersion?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
-    managedFields?: ManagedFieldsEntry[];
+    creationTimestamp?: string;
     deletionTimestamp?: string;
     [key: string]: unknown;
   };
   [key: string]: unknown;
-}
-
-export interface ManagedFieldsEntry {
-  manager?: string;
-  operation?: string;
-  time?: string;
-  fieldsV1?: Record<string, unknown>;
-  subresource?: string;
 }
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';

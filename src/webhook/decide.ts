@@ -10,6 +10,8 @@ import {
   parsePointer,
   removeAt,
   setAt,
+  isFresh,
+  nextSeq,
   type CanonicalLookup,
   type GuardedValues,
   type PatchOp,
@@ -24,6 +26,8 @@ export interface DecisionContext {
   policy: Policy;
   canonical: CanonicalLookup;
   stamper: Stamper;
+  /** The time of the request (ms): the sequence of a new stamp starts there. */
+  now: number;
 }
 
 interface Canonical {
@@ -74,10 +78,15 @@ function resolveCanonical(rule: Rule, key: string, old: KubeObject, ctx: Decisio
     return { hash: entry.viewHash, values: () => entryValues(entry), known: true };
   }
   const oldValues = () => rule.view.valuesOf(old);
-  const stamp = stampOf(old);
-  if (stamp !== undefined && ctx.stamper.verify(stamp, key) === rule.view.of(old).hash) return { values: oldValues, known: true };
+  if (freshlyStamped(rule, key, old, ctx)) return { values: oldValues, known: true };
   if (entry) return { hash: entry.viewHash, values: () => entryValues(entry), known: true };
   return { values: oldValues, known: false };
+}
+
+/** Does `object` carry a valid stamp for its view that is the newest trusted write known? */
+function freshlyStamped(rule: Rule, key: string, object: KubeObject, ctx: DecisionContext): boolean {
+  const claim = ctx.stamper.read(stampOf(object), key);
+  return claim !== undefined && claim.hash === rule.view.of(object).hash && isFresh(claim, object, ctx.canonical.get(key), ctx.canonical.tombstone(key));
 }
 
 function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: string, ctx: DecisionContext): Decision {
@@ -91,8 +100,16 @@ function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key:
   const stampKey = generated ? objectKey(req.resource.group, req.resource.resource, req.namespace, generated) : key;
   const kept = req.operation === 'UPDATE' && req.oldObject ? keepCanonical(rule, key, req.oldObject, object, ctx) : undefined;
   const stored = kept?.object ?? object;
-  const stamp = ctx.stamper.stamp(rule.view.of(stored).hash, stampKey);
-  if (!kept && stampOf(object) === stamp) return { kind: 'allow', reason: 'trusted' };
+  const hash = rule.view.of(stored).hash;
+  // A write that keeps the old object's stamp and view (metadata, status) keeps its stamp.
+  const old = req.operation === 'UPDATE' ? req.oldObject : undefined;
+  if (!kept && old && stampOf(object) === stampOf(old) && ctx.stamper.verify(stampOf(object), key) === hash && freshlyStamped(rule, key, old, ctx)) {
+    return { kind: 'allow', reason: 'trusted' };
+  }
+  // Newer than every stamp and delete seen: a later replay of an older stamp is then stale.
+  const tombstone = ctx.canonical.tombstone(stampKey);
+  const seq = nextSeq(ctx.now, ctx.stamper.read(stampOf(old), key)?.seq, ctx.canonical.get(stampKey)?.seq, tombstone ? Date.parse(tombstone.at) : undefined);
+  const stamp = ctx.stamper.stamp(hash, stampKey, seq);
   const nameOps: PatchOp[] = generated ? [{ op: 'add', path: '/metadata/name', value: generated }] : [];
   return { kind: 'allow', reason: 'trusted', patch: [...nameOps, ...(kept?.ops ?? []), ...setStampOps(object, stamp)] };
 }
@@ -111,8 +128,8 @@ function keepCanonical(rule: Rule, key: string, old: KubeObject, object: KubeObj
   if (!entry || entry.resourceVersion === old.metadata?.resourceVersion) return undefined;
   const oldHash = rule.view.of(old).hash;
   if (oldHash === entry.viewHash) return undefined;
-  // A valid stamp: a trusted write the cache has not seen yet, canonical itself.
-  if (ctx.stamper.verify(stampOf(old), key) === oldHash) return undefined;
+  // A fresh stamp: a trusted write the cache has not seen yet, canonical itself.
+  if (freshlyStamped(rule, key, old, ctx)) return undefined;
   const values = entryValues(entry);
   const drifted = rule.view.changedPointers(values, old);
   const written = rule.view.changedPointers(rule.view.valuesOf(old), object);

@@ -40,18 +40,18 @@ export function context(rule = 'mode: enforce\nnormalizer: argocd-application'):
   const policy = new Policy(parseConfig(configYaml(rule), 'test.yaml'), SELF);
   const stamper = new Stamper(Buffer.alloc(32, 7));
   const cache = new CanonicalCache();
-  return { ctx: { policy, canonical: cache, stamper }, policy, stamper, cache };
+  return { ctx: { policy, canonical: cache, stamper, now: Date.now() }, policy, stamper, cache };
 }
 
 export const keyOf = (req: AdmissionRequest) =>
   objectKey(req.resource.group, req.resource.resource, req.namespace, req.name ?? '');
 
-/** Gives `object` the stamp a trusted write of its current view would have received. */
-export function stamp(t: TestContext, req: AdmissionRequest, object: KubeObject): void {
+/** Gives `object` the stamp a trusted write of its current view would have received a second before the request (or at `seq`). */
+export function stamp(t: TestContext, req: AdmissionRequest, object: KubeObject, seq = t.ctx.now - 1000): void {
   const rule = t.policy.match(req.resource.group, req.resource.resource, req.namespace, [object.metadata?.labels])!;
   object.metadata!.annotations = {
     ...object.metadata!.annotations,
-    [STAMP_ANNOTATION]: t.stamper.stamp(rule.view.of(object).hash, keyOf(req)),
+    [STAMP_ANNOTATION]: t.stamper.stamp(rule.view.of(object).hash, keyOf(req), seq),
   };
 }
 

@@ -28,7 +28,7 @@ describe('admission over HTTPS', () => {
     const response = reply.json<{ response: { uid: string; allowed: boolean; patchType: string; patch: string } }>().response;
     expect(response).toMatchObject({ uid: body.request.uid, allowed: true, patchType: 'JSONPatch' });
     const patch = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8'));
-    expect(patch).toEqual([{ op: 'add', path: '/metadata/annotations/spec-guard.io~1stamp', value: expect.stringMatching(/^v1\./) }]);
+    expect(patch).toEqual([{ op: 'add', path: '/metadata/annotations/spec-guard.io~1stamp', value: expect.stringMatching(/^v2\./) }]);
   });
 
   it('denies an untrusted spec change with 403 inside a 200 response', async () => {

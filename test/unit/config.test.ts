@@ -17,7 +17,6 @@ describe('configuration', () => {
     expect(config.trust).toEqual({
       users: ['system:serviceaccount:argocd:argocd-agent-agent'],
       groups: [],
-      fieldManagers: ['argocd-agent'],
       normalizedWriters: ['system:serviceaccount:argocd:argocd-application-controller'],
     });
     expect(config.resources[0]).toEqual({
@@ -29,8 +28,19 @@ describe('configuration', () => {
       ignore: [],
       creates: 'deny',
       deletes: 'deny',
+      blindWindow: { changes: 'revert', deletes: 'keep-deleted' },
     });
+    expect(config.trust.fieldManagers).toBeUndefined();
     expect(config.store.type).toBe('file');
+  });
+
+  it('refuses trust.fieldManagers, saying why: managedFields are not evidence', () => {
+    expect(problems('trust:\n  fieldManagers: [argocd-agent]\nresources:\n  - group: argoproj.io\n    resource: applications\n')).toEqual([
+      expect.stringMatching(/^trust\.fieldManagers: is no longer supported: managedFields are not evidence/),
+    ]);
+    expect(problems('resources:\n  - group: argoproj.io\n    resource: applications\n    blindWindow: {deletes: resurrect}\n')).toEqual([
+      'resources[0].blindWindow.deletes: must be one of keep-deleted, recreate',
+    ]);
   });
 
   it('names the path of every problem, one line each', () => {

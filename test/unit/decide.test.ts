@@ -35,16 +35,21 @@ describe('trusted writers', () => {
     delete request.object!.metadata!.annotations;
     const decision = decide(request, 'mutate', t.ctx);
     expect(decision.kind === 'allow' && decision.patch).toEqual([
-      { op: 'add', path: '/metadata/annotations', value: { [STAMP_ANNOTATION]: expect.stringMatching(/^v1\.[0-9a-f]{64}\./) } },
+      { op: 'add', path: '/metadata/annotations', value: { [STAMP_ANNOTATION]: expect.stringMatching(/^v2\.[0-9a-f]{64}\.\d+\./) } },
     ]);
-    expect(applyDecision(request.object!, decision).metadata!.annotations![STAMP_ANNOTATION]).toMatch(/^v1\./);
+    expect(applyDecision(request.object!, decision).metadata!.annotations![STAMP_ANNOTATION]).toMatch(/^v2\./);
   });
 
-  it('sends no patch when the stamp is already right, and none on /validate', () => {
-    const t = context();
-    const { request } = review('agent-create');
-    stamp(t, request, request.object!);
+  it('keeps the stamp of an update that leaves the view and the stamp as they were; stamps every create anew; no patch on /validate', () => {
+    const { t, request } = aliceUpdate();
+    request.userInfo = { username: AGENT, groups: [] };
+    request.object!.spec = structuredClone(request.oldObject!.spec);
     expect(decide(request, 'mutate', t.ctx)).toEqual({ kind: 'allow', reason: 'trusted' });
+    const create = review('agent-create').request;
+    stamp(t, create, create.object!);
+    const decision = decide(create, 'mutate', t.ctx);
+    const restamped = applyDecision(create.object!, decision).metadata!.annotations![STAMP_ANNOTATION]!;
+    expect(t.stamper.read(restamped, keyOf(create))!.seq).toBe(t.ctx.now);
     expect(decide(review('agent-create').request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'trusted' });
   });
 
@@ -361,7 +366,7 @@ describe('a trusted write does not launder drift', () => {
     // The canonical version: stamped, learned by the watcher.
     const canonical = structuredClone(request.oldObject!);
     stamp(t, request, canonical);
-    const learned = observe(canonical, rule, key, undefined, t.stamper, new Set());
+    const learned = observe(canonical, rule, key, undefined, undefined, t.stamper);
     if (learned.kind !== 'learn') throw new Error('expected learn');
     t.cache.set(key, learned.entry);
     // Behind admission, alice's change landed (and keeps the old stamp); the revert is late.

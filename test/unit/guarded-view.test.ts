@@ -49,16 +49,17 @@ describe('stamp', () => {
   const hash = 'c'.repeat(64);
 
   it('verifies its own stamp for the same object only', () => {
-    const stamp = stamper.stamp(hash, 'g/r/ns/a');
+    const stamp = stamper.stamp(hash, 'g/r/ns/a', 1_700_000_000_000);
     expect(stamper.verify(stamp, 'g/r/ns/a')).toBe(hash);
+    expect(stamper.read(stamp, 'g/r/ns/a')).toEqual({ hash, seq: 1_700_000_000_000 });
     expect(stamper.verify(stamp, 'g/r/ns/b')).toBeUndefined();
   });
 
   it('refuses another key, a tampered hash and garbage', () => {
-    const stamp = stamper.stamp(hash, 'k');
+    const stamp = stamper.stamp(hash, 'k', 5);
     expect(new Stamper(Buffer.alloc(32, 2)).verify(stamp, 'k')).toBeUndefined();
     expect(stamper.verify(stamp.replace('cc', 'dd'), 'k')).toBeUndefined();
-    for (const bad of ['', 'v1', 'v2.x.y', `v1.${hash}`, 'v1.zz.zz']) expect(stamper.verify(bad, 'k')).toBeUndefined();
+    for (const bad of ['', 'v1', 'v2.x.y', `v1.${hash}`, 'v1.zz.zz', `v2.${hash}.5`, stamp.replace('v2.', 'v1.')]) expect(stamper.verify(bad, 'k')).toBeUndefined();
   });
 
   it('refuses a short key', () => {

@@ -1,58 +1,41 @@
 import { describe, expect, it } from '@jest/globals';
-import { lastGuardedWriter, observe, STAMP_ANNOTATION, type CanonicalEntry } from '../../src/sync/index.js';
-import type { KubeObject, ManagedFieldsEntry } from '../../src/webhook/index.js';
+import { attributeChange, attributeDelete, observe, resolve, STAMP_ANNOTATION, UNKNOWN_LAYERS, type CanonicalEntry, type Layers } from '../../src/sync/index.js';
+import type { KubeObject } from '../../src/webhook/index.js';
 import { context, keyOf, review, setTargetRevision, stamp, type TestContext } from '../helpers/admission.js';
 
-const TRUSTED = new Set(['argocd-agent']);
-const specEntry = (manager: string, time: string, extra: Partial<ManagedFieldsEntry> = {}): ManagedFieldsEntry => ({
-  manager,
-  operation: 'Update',
-  time,
-  fieldsV1: { 'f:spec': { 'f:source': { 'f:targetRevision': {} } } },
-  ...extra,
-});
+/** The captured object at revision 100, stamped, learned: the canonical entry (known at 100). */
+function setup(): { t: TestContext; object: KubeObject; key: string; entry: CanonicalEntry } {
+  const t = context();
+  const { request } = review('alice-update-spec');
+  const object = request.oldObject!;
+  object.metadata!.resourceVersion = '100';
+  stamp(t, request, object);
+  const key = keyOf(request);
+  const learned = observe(object, t.policy.rules[0]!, key, undefined, undefined, t.stamper);
+  if (learned.kind !== 'learn') throw new Error(`expected learn, got ${learned.kind}`);
+  return { t, object, key, entry: learned.entry };
+}
 
-describe('lastGuardedWriter', () => {
-  it('takes the newest entry that owns a guarded field', () => {
-    const fields = [specEntry('argocd-agent', '2026-12-02T10:00:00Z'), specEntry('kubectl-patch', '2026-12-02T10:00:05Z')];
-    expect(lastGuardedWriter(fields, ['/spec'], TRUSTED)).toEqual({ manager: 'kubectl-patch', trusted: false });
-    expect(lastGuardedWriter(fields.reverse().map((f, i) => ({ ...f, time: `2026-12-02T10:00:0${i}Z` })), ['/spec'], TRUSTED)).toEqual({
-      manager: 'argocd-agent',
-      trusted: true,
-    });
-  });
+/** A later version (revision 120) with targetRevision changed and no fresh stamp. */
+function unstampedChange(object: KubeObject, revision = 'evil'): KubeObject {
+  const changed = structuredClone(object);
+  setTargetRevision(changed, revision);
+  changed.metadata!.resourceVersion = '120';
+  return changed;
+}
 
-  it('ignores status-only and subresource entries', () => {
-    const fields = [
-      specEntry('argocd-agent', '2026-12-02T10:00:00Z'),
-      { manager: 'argocd-application-controller', time: '2026-12-02T10:00:09Z', fieldsV1: { 'f:status': {} } },
-      specEntry('other', '2026-12-02T10:00:09Z', { subresource: 'status' }),
-    ];
-    expect(lastGuardedWriter(fields, ['/spec'], TRUSTED)).toEqual({ manager: 'argocd-agent', trusted: true });
-  });
-
-  it('is not trusted when an untrusted writer shares the newest second', () => {
-    const fields = [specEntry('argocd-agent', '2026-12-02T10:00:00Z'), specEntry('kubectl-edit', '2026-12-02T10:00:00Z')];
-    expect(lastGuardedWriter(fields, ['/spec'], TRUSTED).trusted).toBe(false);
-    expect(lastGuardedWriter(undefined, ['/spec'], TRUSTED)).toEqual({ manager: undefined, trusted: false });
-  });
+const layers = (guard: string | undefined, stamp: string | undefined, tombstone: string | undefined = guard): Layers => ({
+  guard: guard ? { intact: true, since: guard, sinceTime: 0 } : { intact: false },
+  stamp: stamp ? { intact: true, since: stamp, sinceTime: 0 } : { intact: false },
+  tombstone: tombstone ? { intact: true, since: tombstone, sinceTime: 0 } : { intact: false },
 });
 
 describe('observe (what the watcher makes of an object)', () => {
-  function setup(): { t: TestContext; object: KubeObject; key: string; entry: CanonicalEntry } {
-    const t = context();
-    const { request } = review('alice-update-spec');
-    const object = request.oldObject!;
-    stamp(t, request, object);
-    const key = keyOf(request);
-    const learned = observe(object, t.policy.rules[0]!, key, undefined, t.stamper, TRUSTED);
-    if (learned.kind !== 'learn') throw new Error(`expected learn, got ${learned.kind}`);
-    return { t, object, key, entry: learned.entry };
-  }
-
-  it('learns a validly stamped object, keeping its annotations but last-applied', () => {
-    const { entry, object } = setup();
+  it('learns a validly, freshly stamped object, with its sequence and revision, keeping its annotations but last-applied', () => {
+    const { t, entry, object } = setup();
     expect(entry.stamp).toBe(object.metadata!.annotations![STAMP_ANNOTATION]);
+    expect(entry.seq).toBe(t.ctx.now - 1000);
+    expect(entry.knownAt).toBe('100');
     expect(JSON.parse(entry.valuesJson)['/spec'].source.targetRevision).toBe('HEAD');
     expect(entry.annotations).toEqual({ [STAMP_ANNOTATION]: entry.stamp });
   });
@@ -63,51 +46,137 @@ describe('observe (what the watcher makes of an object)', () => {
     let value: Record<string, unknown> = { leaf: true };
     for (let i = 0; i < 2000; i++) value = { a: value };
     (deep.spec as Record<string, unknown>).source = value;
-    expect(observe(deep, t.policy.rules[0]!, key, entry, t.stamper, TRUSTED)).toEqual({ kind: 'drift', entry, changed: ['/spec'], by: undefined });
-    expect(observe(deep, t.policy.rules[0]!, key, undefined, t.stamper, TRUSTED)).toEqual({ kind: 'unknown', by: undefined });
+    expect(observe(deep, t.policy.rules[0]!, key, entry, undefined, t.stamper)).toEqual({ kind: 'drift', entry, changed: ['/spec'] });
+    expect(observe(deep, t.policy.rules[0]!, key, undefined, undefined, t.stamper)).toEqual({ kind: 'unknown' });
   });
 
-  it('reports drift with the changed pointers and the last writer', () => {
+  it('an unstamped change is for attribution to judge, with the changed pointers; managedFields play no part', () => {
     const { t, object, key, entry } = setup();
-    const drifted = structuredClone(object);
-    setTargetRevision(drifted, 'evil');
-    drifted.metadata!.managedFields = [specEntry('kubectl-patch', '2026-12-02T10:00:00Z')];
-    expect(observe(drifted, t.policy.rules[0]!, key, entry, t.stamper, TRUSTED)).toEqual({
-      kind: 'drift',
+    const changed = unstampedChange(object);
+    delete changed.metadata!.annotations![STAMP_ANNOTATION];
+    // A planted managedFields entry of the agent, dated far ahead, changes nothing.
+    changed.metadata!.managedFields = [{ manager: 'argocd-agent', operation: 'Update', time: '2099-01-01T00:00:00Z', fieldsV1: { 'f:spec': {} } }];
+    expect(observe(changed, t.policy.rules[0]!, key, entry, undefined, t.stamper)).toMatchObject({
+      kind: 'changed',
       entry,
+      previous: entry,
       changed: ['/spec/source/targetRevision'],
-      by: 'kubectl-patch',
     });
   });
 
-  it('accepts an unstamped change by a trusted field manager and asks for a new stamp', () => {
-    const { t, object, key, entry } = setup();
-    const agentWrite = structuredClone(object);
-    setTargetRevision(agentWrite, 'v3');
-    agentWrite.metadata!.managedFields = [specEntry('argocd-agent', '2026-12-02T10:00:00Z')];
-    const result = observe(agentWrite, t.policy.rules[0]!, key, entry, t.stamper, TRUSTED);
-    expect(result.kind).toBe('learn');
-    if (result.kind !== 'learn') return;
-    expect(result.restamp).toBe(true);
-    expect(t.stamper.verify(result.entry.stamp, key)).toBe(result.entry.viewHash);
-    expect(result.entry.viewHash).not.toBe(entry.viewHash);
-  });
-
-  it('is in sync when only the stamp was removed, and asks to restore it', () => {
+  it('is in sync when only the stamp was removed (asks to restore it), and raises the revision it is known at', () => {
     const { t, object, key, entry } = setup();
     const unstamped = structuredClone(object);
     delete unstamped.metadata!.annotations![STAMP_ANNOTATION];
-    expect(observe(unstamped, t.policy.rules[0]!, key, entry, t.stamper, TRUSTED)).toMatchObject({ kind: 'in-sync', restoreStamp: true });
-    expect(observe(object, t.policy.rules[0]!, key, entry, t.stamper, TRUSTED).kind).toBe('learn');
+    unstamped.metadata!.resourceVersion = '130';
+    expect(observe(unstamped, t.policy.rules[0]!, key, entry, undefined, t.stamper)).toMatchObject({ kind: 'in-sync', restoreStamp: true, entry: { knownAt: '130' } });
   });
 
-  it('knows nothing of an unstamped object with no canonical value, and ignores objects being deleted', () => {
+  it('ignores objects being deleted', () => {
     const { t, object, key } = setup();
-    const unstamped = structuredClone(object);
-    delete unstamped.metadata!.annotations![STAMP_ANNOTATION];
-    unstamped.metadata!.managedFields = [specEntry('kubectl-create', '2026-12-02T10:00:00Z')];
-    expect(observe(unstamped, t.policy.rules[0]!, key, undefined, t.stamper, TRUSTED)).toEqual({ kind: 'unknown', by: 'kubectl-create' });
     const deleting = { ...object, metadata: { ...object.metadata, deletionTimestamp: '2026-12-02T10:00:00Z' } };
-    expect(observe(deleting, t.policy.rules[0]!, key, undefined, t.stamper, TRUSTED)).toEqual({ kind: 'ignore' });
+    expect(observe(deleting, t.policy.rules[0]!, key, undefined, undefined, t.stamper)).toEqual({ kind: 'ignore' });
+  });
+});
+
+describe('stamp freshness: a replayed stamp proves nothing', () => {
+  it('an older spec written back with its older stamp, after a newer trusted write, is a change, not canonical', () => {
+    const t = context();
+    const { request } = review('alice-update-spec');
+    const key = keyOf(request);
+    const rule = t.policy.rules[0]!;
+    const older = structuredClone(request.oldObject!);
+    stamp(t, request, older, t.ctx.now - 5000);
+    const newer = unstampedChange(older, 'v2');
+    stamp(t, request, newer, t.ctx.now - 1000);
+    const learned = observe(newer, rule, key, undefined, undefined, t.stamper);
+    if (learned.kind !== 'learn') throw new Error('expected learn');
+    const replay = { ...structuredClone(older), metadata: { ...older.metadata, resourceVersion: '140' } };
+    expect(observe(replay, rule, key, learned.entry, undefined, t.stamper).kind).toBe('changed');
+  });
+
+  it('a deleted object recreated from a saved copy, stamp included, is not canonical: within the tombstone’s time and after it', () => {
+    const { t, object, key, entry } = setup();
+    const rule = t.policy.rules[0]!;
+    const copy = structuredClone(object);
+    copy.metadata!.uid = 'a-new-uid';
+    // Recreated a moment after the trusted delete: the tombstone is still there.
+    const tombstone = { uid: object.metadata!.uid, at: new Date(t.ctx.now).toISOString() };
+    copy.metadata!.creationTimestamp = new Date(t.ctx.now + 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+    expect(observe(copy, rule, key, undefined, tombstone, t.stamper).kind).toBe('changed');
+    // Or the same copy of the old incarnation, whose entry is still known.
+    expect(observe(copy, rule, key, entry, undefined, t.stamper).kind).not.toBe('learn');
+    // Long after: the tombstone and the entry are gone, its creation time gives it away.
+    copy.metadata!.creationTimestamp = new Date(t.ctx.now + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    expect(observe(copy, rule, key, undefined, undefined, t.stamper).kind).toBe('changed');
+  });
+
+  it('a stamp for another object, or with its sequence altered, is not valid', () => {
+    const { t, object, key } = setup();
+    const stampValue = object.metadata!.annotations![STAMP_ANNOTATION]!;
+    expect(t.stamper.read(stampValue, `${key}x`)).toBeUndefined();
+    const [v, hash, seq, mac] = stampValue.split('.');
+    expect(t.stamper.read([v, hash, String(Number(seq) + 1), mac].join('.'), key)).toBeUndefined();
+    expect(t.stamper.read([v, hash, `0${seq}`, mac].join('.'), key)).toBeUndefined();
+  });
+});
+
+describe('attribution by continuity', () => {
+  it('guard layer in force since before the copy was last canonical: the unstamped change is trusted, learned and stamped anew', () => {
+    const { t, object, key, entry } = setup();
+    const change = unstampedChange(object, 'v3');
+    const obs = observe(change, t.policy.rules[0]!, key, entry, undefined, t.stamper);
+    if (obs.kind !== 'changed') throw new Error('expected changed');
+    const plan = resolve(obs, change, t.policy.rules[0]!, key, layers('90', undefined), t.stamper, t.ctx.now);
+    expect(plan).toMatchObject({ action: 'learn', attribution: 'trusted' });
+    if (plan.action !== 'learn') return;
+    expect(t.stamper.read(plan.entry.stamp, key)).toEqual({ hash: plan.entry.viewHash, seq: t.ctx.now });
+  });
+
+  it('guard layer placed after the copy was last canonical (a gap): not trusted; with the stamp layer in force, untrusted and reverted', () => {
+    const { t, object, key, entry } = setup();
+    const change = unstampedChange(object);
+    const obs = observe(change, t.policy.rules[0]!, key, entry, undefined, t.stamper);
+    if (obs.kind !== 'changed') throw new Error('expected changed');
+    expect(resolve(obs, change, t.policy.rules[0]!, key, layers('110', '95'), t.stamper, t.ctx.now)).toMatchObject({ action: 'revert', attribution: 'untrusted', entry });
+  });
+
+  it('no layer vouches (a blind window): reverted by default, accepted when the rule says so; never from anything the object says', () => {
+    const { t, object, key, entry } = setup();
+    const change = unstampedChange(object);
+    const obs = observe(change, t.policy.rules[0]!, key, entry, undefined, t.stamper);
+    if (obs.kind !== 'changed') throw new Error('expected changed');
+    expect(resolve(obs, change, t.policy.rules[0]!, key, UNKNOWN_LAYERS, t.stamper, t.ctx.now)).toMatchObject({ action: 'revert', attribution: 'unattributed' });
+    const accepting = context('mode: enforce\nblindWindow: {changes: accept}');
+    expect(resolve(obs, change, accepting.policy.rules[0]!, key, UNKNOWN_LAYERS, t.stamper, t.ctx.now)).toMatchObject({ action: 'learn', attribution: 'unattributed' });
+  });
+
+  it('in warn mode the guard layer vouches for nothing (untrusted writes are admitted)', () => {
+    const { object, key, entry } = setup();
+    const warn = context('mode: warn');
+    expect(attributeChange(layers('90', undefined), entry, unstampedChange(object), false)).toBe('trusted');
+    const obs = observe(unstampedChange(object), warn.policy.rules[0]!, key, entry, undefined, warn.stamper);
+    if (obs.kind !== 'changed') throw new Error('expected changed');
+    expect(resolve(obs, unstampedChange(object), warn.policy.rules[0]!, key, layers('90', undefined), warn.stamper, warn.ctx.now).attribution).toBe('unattributed');
+  });
+
+  it('a new object: trusted when created after the guard layer came into force and untrusted creates are refused', () => {
+    const { object } = setup();
+    const created = structuredClone(object);
+    created.metadata!.creationTimestamp = '2026-12-02T18:26:10Z';
+    const since = (iso: string): Layers => ({ ...UNKNOWN_LAYERS, guard: { intact: true, since: '1', sinceTime: Date.parse(iso) } });
+    expect(attributeChange(since('2026-12-02T18:26:00Z'), undefined, created, false)).toBe('trusted');
+    expect(attributeChange(since('2026-12-02T18:26:00Z'), undefined, created, true)).toBe('unattributed');
+    // Within the one-second resolution of creationTimestamp (and a second of margin): not provably later.
+    expect(attributeChange(since('2026-12-02T18:26:09.500Z'), undefined, created, false)).toBe('unattributed');
+  });
+
+  it('a delete without a tombstone: trusted under the guard layer, untrusted under the tombstone layer alone, else unattributed', () => {
+    const { entry } = setup();
+    expect(attributeDelete(layers('90', undefined, '90'), entry)).toBe('trusted');
+    expect(attributeDelete(layers(undefined, undefined, '90'), entry)).toBe('untrusted');
+    expect(attributeDelete(layers('110', undefined, '110'), entry)).toBe('unattributed');
+    // Revisions that are not numbers vouch for nothing.
+    expect(attributeDelete(layers('x', undefined, 'y'), entry)).toBe('unattributed');
   });
 });

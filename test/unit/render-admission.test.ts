@@ -40,11 +40,13 @@ describe('layer 0 rendering', () => {
   it('with the policy holding the line, the guard webhooks fail open; the tombstone webhook fails closed', () => {
     const objects = render(apps('enforce'));
     expect(failurePolicies(objects.MutatingWebhookConfiguration)).toEqual({ 'stamp.spec-guard.io': 'Ignore', 'guard.spec-guard.io': 'Ignore' });
-    expect(failurePolicies(objects.ValidatingWebhookConfiguration)).toEqual({ 'guard.spec-guard.io': 'Ignore', 'tombstone.spec-guard.io': 'Fail' });
+    // The writers whose spec the policy leaves to the webhook (the application-controller) are checked fail-closed.
+    expect(failurePolicies(objects.ValidatingWebhookConfiguration)).toEqual({ 'guard.spec-guard.io': 'Ignore', 'normalized.spec-guard.io': 'Fail', 'tombstone.spec-guard.io': 'Fail' });
     // Only the mutating guard skips what the policy decides; the validating one still matches.
     const condition = (c: any, name: string) => c.webhooks.find((w: any) => w.name === name).matchConditions.map((m: any) => m.name);
     expect(condition(objects.MutatingWebhookConfiguration, 'guard.spec-guard.io')).toEqual(['untrusted', 'guarded-change', 'not-decided-by-policy']);
-    expect(condition(objects.ValidatingWebhookConfiguration, 'guard.spec-guard.io')).toEqual(['untrusted', 'guarded-change']);
+    expect(condition(objects.ValidatingWebhookConfiguration, 'guard.spec-guard.io')).toEqual(['untrusted', 'guarded-change', 'not-normalized-writer']);
+    expect(condition(objects.ValidatingWebhookConfiguration, 'normalized.spec-guard.io')).toEqual(['untrusted', 'guarded-change', 'normalized-writer']);
   });
 
   it('without the policy (admissionPolicy: false) the guard webhooks fail closed', () => {

@@ -1,5 +1,6 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { ContinuityRecord } from '../attribution.js';
 import type { CanonicalEntry, Tombstone } from '../cache.js';
 import { MemoryStore } from './memory-store.js';
 import { emptySnapshot, type Snapshot } from './types.js';
@@ -10,6 +11,7 @@ interface FileFormat {
   format: typeof FORMAT;
   entries: Record<string, CanonicalEntry>;
   tombstones: Record<string, Tombstone>;
+  continuity?: ContinuityRecord;
 }
 
 function parse(text: string): Snapshot {
@@ -20,7 +22,7 @@ function parse(text: string): Snapshot {
   for (const [key, entry] of Object.entries(data.entries)) {
     if (typeof entry?.viewHash !== 'string' || typeof entry.valuesJson !== 'string') throw new Error(`entry ${key} is malformed`);
   }
-  return { entries: new Map(Object.entries(data.entries)), tombstones: new Map(Object.entries(data.tombstones)) };
+  return { entries: new Map(Object.entries(data.entries)), tombstones: new Map(Object.entries(data.tombstones)), continuity: data.continuity };
 }
 
 /**
@@ -61,7 +63,7 @@ export class FileStore extends MemoryStore {
       });
       this.state = emptySnapshot();
     }
-    return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones) };
+    return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones), continuity: this.state.continuity };
   }
 
   /** Writes the whole state atomically; writes are serialized. */
@@ -71,6 +73,7 @@ export class FileStore extends MemoryStore {
         format: FORMAT,
         entries: Object.fromEntries(this.state.entries),
         tombstones: Object.fromEntries(this.state.tombstones),
+        continuity: this.state.continuity,
       };
       await mkdir(dirname(this.path), { recursive: true });
       const tmp = `${this.path}.tmp-${process.pid}`;

@@ -1,3 +1,4 @@
+import type { ContinuityRecord } from '../attribution.js';
 import type { CanonicalEntry, Tombstone } from '../cache.js';
 import { TombstoneWriter } from '../tombstones.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
@@ -14,7 +15,12 @@ export class MemoryStore implements CanonicalStore {
   protected async persist(): Promise<void> {}
 
   async load(): Promise<Snapshot> {
-    return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones) };
+    return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones), continuity: this.state.continuity };
+  }
+
+  async saveContinuity(record: ContinuityRecord): Promise<void> {
+    this.state.continuity = record;
+    await this.persist();
   }
 
   async saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void> {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { isConflict, isNotFound, secretPath, type KubeClient, type Secret } from '../../kube/index.js';
+import type { ContinuityRecord } from '../attribution.js';
 import type { CanonicalEntry, Tombstone } from '../cache.js';
 import { TombstoneWriter } from '../tombstones.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
@@ -9,6 +10,7 @@ import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 export const SHARDS = 16;
 const ENTRIES_KEY = 'entries.json.gz';
 const TOMBSTONES_KEY = 'tombstones.json';
+const CONTINUITY_KEY = 'continuity.json';
 const MAX_SECRET_BYTES = 1024 * 1024;
 
 const shardOf = (key: string) => createHash('sha256').update(key).digest()[0]! % SHARDS;
@@ -21,6 +23,7 @@ const shardOf = (key: string) => createHash('sha256').update(key).digest()[0]! %
 export class SecretStore implements CanonicalStore {
   readonly description: string;
   private readonly shardVersions = new Map<number, string>();
+  private continuityVersion: string | undefined;
   /** Bytes last written, per Secret name: what `usage()` reports. */
   private readonly sizes = new Map<string, number>();
 
@@ -29,7 +32,7 @@ export class SecretStore implements CanonicalStore {
     private readonly namespace: string,
     private readonly name: string,
   ) {
-    this.description = `secret ${namespace}/${name}-{0..${SHARDS - 1}} and ${name}-tombstones`;
+    this.description = `secret ${namespace}/${name}-{0..${SHARDS - 1}}, ${name}-tombstones and ${name}-continuity`;
   }
 
   private async read(name: string): Promise<Secret | undefined> {
@@ -64,6 +67,10 @@ export class SecretStore implements CanonicalStore {
       for (const [key, entry] of Object.entries(entries)) snapshot.entries.set(key, entry);
     }
     snapshot.tombstones = await this.readTombstonesSecret();
+    const continuity = await this.read(`${this.name}-continuity`);
+    this.continuityVersion = continuity?.metadata.resourceVersion;
+    const raw = continuity?.data?.[CONTINUITY_KEY];
+    if (raw) snapshot.continuity = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as ContinuityRecord;
     return snapshot;
   }
 
@@ -90,6 +97,21 @@ export class SecretStore implements CanonicalStore {
           if (current) this.shardVersions.set(shard, current.metadata.resourceVersion!);
           else this.shardVersions.delete(shard);
         }
+      }
+    }
+  }
+
+  /** Overwrites the continuity record (only the leader writes it; a conflict takes the current version). */
+  async saveContinuity(record: ContinuityRecord): Promise<void> {
+    const name = `${this.name}-continuity`;
+    const data = { [CONTINUITY_KEY]: Buffer.from(JSON.stringify(record)).toString('base64') };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.continuityVersion = (await this.write(name, data, this.continuityVersion)).metadata.resourceVersion;
+        return;
+      } catch (err) {
+        if (attempt >= 3 || !(isConflict(err) || isNotFound(err))) throw err;
+        this.continuityVersion = (await this.read(name))?.metadata.resourceVersion;
       }
     }
   }

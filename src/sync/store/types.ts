@@ -1,9 +1,12 @@
+import type { ContinuityRecord } from '../attribution.js';
 import type { CanonicalEntry, Tombstone } from '../cache.js';
 
 /** What a store keeps: the canonical entries and the tombstones of trusted deletes. */
 export interface Snapshot {
   entries: Map<string, CanonicalEntry>;
   tombstones: Map<string, Tombstone>;
+  /** The admission objects as last verified in force (absent: never verified). */
+  continuity?: ContinuityRecord;
 }
 
 /**
@@ -16,6 +19,8 @@ export interface CanonicalStore {
   load(): Promise<Snapshot>;
   /** Persists the entries whose keys are in `changed` (absent from `entries`: removed). */
   saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void>;
+  /** Remembers the admission layers' continuity (leader only). */
+  saveContinuity(record: ContinuityRecord): Promise<void>;
   /** Written in batches with concurrent calls; fails past the tombstone budget. */
   addTombstone(key: string, tombstone: Tombstone): Promise<void>;
   removeTombstone(key: string): Promise<void>;

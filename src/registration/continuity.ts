@@ -1,0 +1,195 @@
+import { isNotFound, type KubeClient } from '../kube/index.js';
+import type { Logger } from '../log/index.js';
+import type { Metrics } from '../metrics/index.js';
+import { laterRevision, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from '../sync/attribution.js';
+import { coalesce } from '../sync/coalesce.js';
+import type { Policy } from '../sync/index.js';
+import { covers, type AdmissionObjects } from './registrar.js';
+import { policyHolds } from './render-webhooks.js';
+import { ADMISSION_OBJECT_NAME } from './shared.js';
+
+const collections: Record<string, string> = {
+  MutatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
+  ValidatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
+  ValidatingAdmissionPolicy: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
+  ValidatingAdmissionPolicyBinding: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
+};
+
+/** The admission objects each layer consists of. */
+export interface LayerKinds {
+  guard: string[];
+  stamp: string[];
+  tombstone: string[];
+}
+
+/**
+ * The fail-closed guard layer is the admission policy when it holds the line for every rule,
+ * else the validating webhooks (then failing closed); the validating configuration also
+ * carries the tombstone webhook, the mutating one the stamp webhook.
+ */
+export function layerKinds(policy: Policy): LayerKinds {
+  return {
+    guard: policyHolds(policy) ? ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'] : ['ValidatingWebhookConfiguration'],
+    stamp: ['MutatingWebhookConfiguration'],
+    tombstone: ['ValidatingWebhookConfiguration'],
+  };
+}
+
+/**
+ * How long after the apiserver stores an admission object it is surely enforced: it loads
+ * policies and webhook configurations from a watch (about a second, measured).
+ */
+export const IN_FORCE_MS = 2500;
+
+interface Live {
+  metadata: { uid?: string; resourceVersion?: string };
+  [key: string]: unknown;
+}
+
+/** What a layer object must contain: its rules, conditions and failure policies; not where the webhook is. */
+function essence(desired: Record<string, unknown>): Record<string, unknown> {
+  const { apiVersion: _a, kind: _k, metadata: _m, webhooks, ...rest } = desired;
+  if (!Array.isArray(webhooks)) return rest;
+  return { ...rest, webhooks: webhooks.map(({ clientConfig: _c, ...w }: Record<string, unknown>) => w) };
+}
+
+export interface ContinuityOptions {
+  kube: KubeClient;
+  /** The admission objects as spec-guard renders them (the endpoint does not matter). */
+  desired: AdmissionObjects;
+  layers: LayerKinds;
+  /** Since when (revision, apiserver time) this replica serves admission: the stamp layer needs it. */
+  serving: () => { since: string; sinceTime: number } | undefined;
+  /** Persists the record (the leader's store); followers keep it in memory. */
+  save: (record: ContinuityRecord) => Promise<void>;
+  isLeader: () => boolean;
+  logger: Logger;
+  metrics: Metrics;
+  /** A layer came into force (again): objects in sync now may have their known revision raised. */
+  onEstablished: () => void;
+}
+
+/** The current etcd revision and the apiserver's clock, from a one-item list. */
+export async function currentRevision(kube: KubeClient): Promise<{ since: string; sinceTime: number }> {
+  let date = '';
+  const list = await kube.request<{ metadata?: { resourceVersion?: string } }>('GET', collections.ValidatingWebhookConfiguration!, {
+    query: { limit: '1' },
+    onHeaders: (h) => (date = String(h.date ?? '')),
+  });
+  const sinceTime = Date.parse(date);
+  return { since: list.metadata?.resourceVersion ?? '', sinceTime: Number.isNaN(sinceTime) ? Date.now() : sinceTime };
+}
+
+/**
+ * Knows whether spec-guard's admission layers have stayed in force, without a gap, and
+ * since which revision: the evidence of attribution by continuity. A layer object counts
+ * once it is as spec-guard renders it and has been so for IN_FORCE_MS; from then on the
+ * same uid and resourceVersion mean the same object, untouched (any write changes the
+ * resourceVersion, a delete and re-create the uid). The record is stored, so a period
+ * survives restarts and outages of every replica. Every verification reads the apiserver
+ * afresh, so it covers whatever the caller observed before asking.
+ */
+export class ContinuityMonitor {
+  private record: ContinuityRecord;
+  /** Versions seen as rendered but not in force long enough yet: kind → when first seen. */
+  private readonly pending = new Map<string, { uid: string; resourceVersion: string; seenAt: number }>();
+  private readonly broken = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  readonly verify: () => Promise<Layers>;
+
+  constructor(
+    private readonly o: ContinuityOptions,
+    stored: ContinuityRecord | undefined,
+  ) {
+    this.record = { ...stored };
+    this.verify = coalesce(() => this.check());
+  }
+
+  /** Starts from the stored record and keeps the layers' state current (metrics, and periods established early). */
+  start(everyMs = 2000): void {
+    const tick = () => void this.verify().catch((err: Error) => this.o.logger.warn('verifying the admission layers failed', { error: err.message }));
+    tick();
+    this.timer = setInterval(tick, everyMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** A new leader stores what it has verified. */
+  async persist(): Promise<void> {
+    await this.o.save(this.record);
+  }
+
+  private async read(kind: string): Promise<Live | undefined> {
+    try {
+      return await this.o.kube.request<Live>('GET', `${collections[kind]}/${ADMISSION_OBJECT_NAME}`, { timeoutMs: 5000 });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** The state of one object: its record when it is the recorded, unchanged version. */
+  private async checkKind(kind: string, now: number, revision: () => Promise<{ since: string; sinceTime: number }>): Promise<LayerRecord | undefined> {
+    const live = await this.read(kind);
+    const desired = this.o.desired[kind as keyof AdmissionObjects];
+    const uid = live?.metadata.uid ?? '';
+    const resourceVersion = live?.metadata.resourceVersion ?? '';
+    const recorded = this.record[kind];
+    if (live && recorded && recorded.uid === uid && recorded.resourceVersion === resourceVersion) {
+      this.broken.delete(kind);
+      return recorded;
+    }
+    if (recorded && !this.broken.has(kind)) {
+      this.broken.add(kind);
+      this.o.metrics.blindWindows.inc({ kind });
+      this.o.logger.warn('admission layer object missing or changed: a blind window begins', { kind, name: ADMISSION_OBJECT_NAME });
+    }
+    if (!live || !desired || !covers(live, essence(desired))) {
+      this.pending.delete(kind);
+      return undefined;
+    }
+    const seen = this.pending.get(kind);
+    if (!seen || seen.uid !== uid || seen.resourceVersion !== resourceVersion) {
+      this.pending.set(kind, { uid, resourceVersion, seenAt: now });
+      return undefined;
+    }
+    if (now - seen.seenAt < IN_FORCE_MS) return undefined;
+    this.pending.delete(kind);
+    const next: LayerRecord = { uid, resourceVersion, ...(await revision()) };
+    this.record = { ...this.record, [kind]: next };
+    this.broken.delete(kind);
+    this.o.logger.info('admission layer object in force: a continuous period begins', { kind, since: next.since });
+    return next;
+  }
+
+  private async check(): Promise<Layers> {
+    const now = Date.now();
+    const kinds = [...new Set([...this.o.layers.guard, ...this.o.layers.stamp, ...this.o.layers.tombstone])];
+    let current: Promise<{ since: string; sinceTime: number }> | undefined;
+    const revision = () => (current ??= currentRevision(this.o.kube));
+    const before = JSON.stringify(this.record);
+    const states = new Map<string, LayerRecord | undefined>();
+    for (const kind of kinds) states.set(kind, await this.checkKind(kind, now, revision));
+    const layer = (names: string[], serving?: { since: string; sinceTime: number }): LayerState => {
+      const records = names.map((k) => states.get(k));
+      if (names.length === 0 || records.some((r) => !r)) return { intact: false };
+      const all = [...(records as LayerRecord[]), ...(serving ? [serving] : [])];
+      return { intact: true, since: all.map((r) => r.since).reduce(laterRevision), sinceTime: Math.max(...all.map((r) => r.sinceTime)) };
+    };
+    const serving = this.o.serving();
+    const layers: Layers = {
+      guard: layer(this.o.layers.guard),
+      stamp: serving ? layer(this.o.layers.stamp, serving) : { intact: false },
+      tombstone: layer(this.o.layers.tombstone),
+    };
+    for (const name of ['guard', 'stamp', 'tombstone'] as const) this.o.metrics.layerIntact.set({ layer: name }, layers[name].intact ? 1 : 0);
+    if (JSON.stringify(this.record) !== before) {
+      if (this.o.isLeader()) await this.o.save(this.record);
+      this.o.onEstablished();
+    }
+    return layers;
+  }
+}

@@ -1,0 +1,97 @@
+import type { KubeObject } from '../webhook/admission-types.js';
+import type { CanonicalEntry } from './cache.js';
+
+/** One admission layer's continuity, as last verified against the apiserver. */
+export interface LayerState {
+  /** Registered as spec-guard renders it, unchanged since `since`. */
+  intact: boolean;
+  /** etcd revision from which the layer has been in force without a gap. */
+  since?: string;
+  /** The apiserver's clock at `since` (ms), for objects created later. */
+  sinceTime?: number;
+}
+
+/**
+ * The three layers continuity speaks for. `guard`: the fail-closed layer (the admission
+ * policy, or the validating guard webhook without it): no untrusted guarded change or delete
+ * gets through it, even with every replica down. `stamp`: the mutating webhook, with this
+ * replica serving: every trusted write gets stamped. `tombstone`: the validating webhook
+ * (fail-closed for trusted deletes): every trusted delete records a tombstone.
+ */
+export interface Layers {
+  guard: LayerState;
+  stamp: LayerState;
+  tombstone: LayerState;
+}
+
+/** One admission object as spec-guard last verified it in force: a new uid or resourceVersion ends the period. */
+export interface LayerRecord {
+  uid: string;
+  resourceVersion: string;
+  since: string;
+  sinceTime: number;
+}
+
+/** Per admission object kind: what the store remembers, so that continuity survives restarts. */
+export type ContinuityRecord = Record<string, LayerRecord>;
+
+/** Who made a change that carries no fresh stamp. */
+export type Attribution = 'trusted' | 'untrusted' | 'unattributed';
+
+/** A created object's creationTimestamp has one-second resolution: this much after `sinceTime` it is surely later. */
+const CREATION_MARGIN_MS = 2000;
+
+const revision = (rv: string | undefined): bigint | undefined => (rv && /^\d{1,20}$/.test(rv) ? BigInt(rv) : undefined);
+
+/** The later of two revisions; a revision that is not a number sorts last, so nothing is covered by it. */
+export function laterRevision(a: string, b: string): string {
+  const x = revision(a);
+  const y = revision(b);
+  if (x === undefined) return a;
+  if (y === undefined) return b;
+  return x >= y ? a : b;
+}
+
+/** Was the layer in force, without a gap, from `knownAt` (a revision) until now? */
+function coversSince(layer: LayerState, knownAt: string | undefined): boolean {
+  const since = revision(layer.since);
+  const known = revision(knownAt);
+  return layer.intact && since !== undefined && known !== undefined && known >= since;
+}
+
+/** Was the layer in force, without a gap, from before the object was created until now? */
+function coversCreation(layer: LayerState, object: KubeObject): boolean {
+  const created = Date.parse(object.metadata?.creationTimestamp ?? '');
+  return layer.intact && layer.sinceTime !== undefined && created >= layer.sinceTime + CREATION_MARGIN_MS;
+}
+
+const knownAt = (entry: CanonicalEntry) => entry.knownAt ?? entry.resourceVersion;
+
+/**
+ * Attribution by continuity of an unstamped guarded change (or one whose stamp is stale).
+ * `entry` is the canonical value of this very copy (same uid), if known. Nothing an
+ * untrusted writer can write takes part: only the layers' identity and revisions as the
+ * apiserver reports them, the object's revision and creation time. Pure.
+ */
+export function attributeChange(layers: Layers, entry: CanonicalEntry | undefined, object: KubeObject, untrustedCreatesAllowed: boolean): Attribution {
+  if (entry) {
+    // The guard layer refused every untrusted change since the copy was last canonical.
+    if (coversSince(layers.guard, knownAt(entry))) return 'trusted';
+    // Every trusted write since then was stamped: an unstamped one is not one of them.
+    if (coversSince(layers.stamp, knownAt(entry))) return 'untrusted';
+    return 'unattributed';
+  }
+  if (!untrustedCreatesAllowed && coversCreation(layers.guard, object)) return 'trusted';
+  if (coversCreation(layers.stamp, object)) return 'untrusted';
+  return 'unattributed';
+}
+
+/** Attribution of a delete that recorded no tombstone. Pure. */
+export function attributeDelete(layers: Layers, entry: CanonicalEntry): Attribution {
+  if (coversSince(layers.guard, knownAt(entry))) return 'trusted';
+  if (coversSince(layers.tombstone, knownAt(entry))) return 'untrusted';
+  return 'unattributed';
+}
+
+/** Layers as a replica that verified nothing (a follower, `status` without a cluster) sees them. */
+export const UNKNOWN_LAYERS: Layers = { guard: { intact: false }, stamp: { intact: false }, tombstone: { intact: false } };
