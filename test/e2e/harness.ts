@@ -1,8 +1,13 @@
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { CA_BUNDLE_KEY, CA_SECRET } from '../../src/certs/index.js';
 import { KubeClient, KubeError } from '../../src/kube/index.js';
-import { startCli, type Daemon } from '../helpers/cli.js';
+import { runCli, startCli, type Daemon } from '../helpers/cli.js';
 import { e2eState as state } from './state.js';
 
 export { state };
@@ -190,3 +195,71 @@ export async function waitForRevision(namespace: string, name: string, expected:
 export function eventsFor(namespace: string, name: string, reason: string): Array<Record<string, any>> {
   return getJson<{ items: Array<Record<string, any>> }>(['events', '-n', namespace, '--field-selector', `involvedObject.name=${name},reason=${reason}`]).items;
 }
+
+/** The admission object kinds of each layer (see src/sync/attribution.ts). */
+export const LAYER_KINDS = {
+  stamp: ['MutatingWebhookConfiguration'],
+  guard: ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'],
+  validating: ['ValidatingWebhookConfiguration'],
+} as const;
+
+/**
+ * Registers spec-guard's admission objects of `kinds` (all by default) the GitOps way, from
+ * `spec-guard manifests`, pointing at this replica: what a `--no-register` install does.
+ */
+export function installLayers(config: string, sg: SpecGuard, kinds: readonly string[] = [...LAYER_KINDS.stamp, ...LAYER_KINDS.guard, ...LAYER_KINDS.validating]): void {
+  const ca = Buffer.from(getJson(['secret', '-n', 'spec-guard', CA_SECRET]).data[CA_BUNDLE_KEY], 'base64');
+  const caFile = join(tmpdir(), `spec-guard-e2e-ca-${process.pid}.pem`);
+  writeFileSync(caFile, ca);
+  const manifests = runCli(['manifests', '--config', config, '--webhook-url', `https://127.0.0.1:${sg.webhookPort}`, '--ca-bundle-file', caFile, '--self-user', 'system:serviceaccount:spec-guard:spec-guard']);
+  if (manifests.code !== 0) throw new Error(`spec-guard manifests failed: ${manifests.stderr}`);
+  const docs = parseAllDocuments(manifests.stdout).map((d) => d.toJS() as { kind: string }).filter((d) => d && kinds.includes(d.kind));
+  kubectlOk([], ['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: docs.map((d) => JSON.stringify(d)).join('\n') });
+}
+
+/** Waits until spec-guard reports the layer in force without a gap (its continuity record). */
+export async function layerIntact(sg: SpecGuard, layer: 'guard' | 'stamp' | 'tombstone', timeoutMs = 15_000): Promise<void> {
+  await waitFor(`the ${layer} layer in force`, async () => new RegExp(`spec_guard_admission_layer_intact\\{layer="${layer}"\\} 1`).test(await sg.metrics()), timeoutMs, 250);
+}
+
+/**
+ * Writes as the real argocd-agent does (measured against upstream): creates with field
+ * manager `foo` and the principal's managedFields copied onto the copy; updates as
+ * `argocd-agent` with a JSON patch that replaces the annotations, labels and finalizers with
+ * the principal's (so the stamp is stripped each time) and the spec; deletes as itself.
+ */
+export const realAgent = {
+  user: AGENT[0]!.replace('--as=', ''),
+  /** managedFields as the principal's copy carries them: kubectl on the principal, then argocd-server. */
+  principalManagedFields: [
+    { manager: 'kubectl-client-side-apply', operation: 'Update', apiVersion: 'argoproj.io/v1alpha1', time: '2026-11-30T09:00:00Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:annotations': { '.': {} } }, 'f:spec': { '.': {}, 'f:destination': {}, 'f:project': {}, 'f:source': {} } } },
+    { manager: 'argocd-server', operation: 'Update', apiVersion: 'argoproj.io/v1alpha1', time: '2026-11-30T09:05:00Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': {} } },
+  ],
+  async create(name: string, namespace: string, spec: Record<string, unknown> = {}): Promise<Record<string, any>> {
+    const body = JSON.parse(application(name, namespace, spec));
+    body.metadata.managedFields = realAgent.principalManagedFields;
+    body.metadata.annotations = { 'argocd.argoproj.io/refresh': 'normal' };
+    return (await admin()).request('POST', `/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`, {
+      body,
+      query: { fieldManager: 'foo' },
+      headers: { 'Impersonate-User': realAgent.user },
+    });
+  },
+  async update(name: string, namespace: string, spec: Record<string, unknown>): Promise<Record<string, any>> {
+    const full = JSON.parse(application(name, namespace, spec)).spec;
+    return (await admin()).request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications/${name}`, {
+      body: [
+        { op: 'replace', path: '/spec', value: full },
+        { op: 'add', path: '/metadata/annotations', value: { 'argocd.argoproj.io/refresh': 'normal' } },
+        { op: 'add', path: '/metadata/labels', value: {} },
+        { op: 'add', path: '/metadata/finalizers', value: [] },
+      ],
+      contentType: 'application/json-patch+json',
+      query: { fieldManager: 'argocd-agent' },
+      headers: { 'Impersonate-User': realAgent.user },
+    });
+  },
+  async delete(name: string, namespace: string): Promise<void> {
+    await (await admin()).request('DELETE', `/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications/${name}`, { headers: { 'Impersonate-User': realAgent.user } });
+  },
+};

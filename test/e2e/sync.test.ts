@@ -15,6 +15,10 @@ import {
   inCluster,
   kubectl,
   kubectlOk,
+  installLayers,
+  layerIntact,
+  LAYER_KINDS,
+  POLICY_DENIED,
   readApplication,
   startSpecGuard,
   state,
@@ -39,6 +43,12 @@ function configWithStore(name: string, store: string): string {
 }
 
 const fileConfig = configWithStore('file', `  type: file\n  path: ${join(dir, 'state.json')}`);
+/** The same rule and store, choosing to recreate what is deleted in a blind window. */
+const recreatingConfig = join(dir, 'recreating.yaml');
+writeFileSync(
+  recreatingConfig,
+  `resources:\n  - group: argoproj.io\n    resource: applications\n    namespaces: [${NS}]\n    normalizer: argocd-application\n    blindWindow: {deletes: recreate}\nstore:\n  type: file\n  path: ${join(dir, 'state.json')}\n`,
+);
 const secretConfig = configWithStore('secret', '  type: secret\n  secretName: spec-guard-e2e-state');
 const running: SpecGuard[] = [];
 
@@ -101,9 +111,11 @@ afterAll(async () => {
 
 // These scenarios stop, kill and restart spec-guard's process: local control plane only.
 (inCluster ? describe.skip : describe)('the watcher reverts what bypassed admission', () => {
-  it('1. with no webhook registered, alice’s kubectl patch is reverted within 1 s, with an Event', async () => {
+  it('1. with only the stamp webhook registered, alice’s kubectl patch is reverted within 1 s as untrusted, with an Event', async () => {
     const sg = await start(fileConfig, ['--no-register']);
     await sg.waitForLog(/became the leader/);
+    installLayers(fileConfig, sg, LAYER_KINDS.stamp);
+    await layerIntact(sg, 'stamp');
     agentApply('sync-one', NS);
     await waitFor('the agent’s write stamped', async () => (await readApplication(NS, 'sync-one'))?.metadata?.annotations?.[STAMP_ANNOTATION]);
     alicePatch('sync-one', 'evil');
@@ -112,7 +124,7 @@ afterAll(async () => {
     await waitFor('the SpecDriftReverted event', () => eventsFor(NS, 'sync-one', 'SpecDriftReverted').length > 0, 10_000, 250);
     const [event] = eventsFor(NS, 'sync-one', 'SpecDriftReverted');
     expect(event!.message).toContain('/spec/source/targetRevision');
-    expect(event!.message).toContain('kubectl-patch');
+    expect(event!.message).toContain('an untrusted change');
     // One drift, one revert, seen by Prometheus as such.
     const samples = parsePrometheusText(await sg.metrics());
     const resource = { resource: 'applications.argoproj.io' };
@@ -121,40 +133,56 @@ afterAll(async () => {
     expect(metricValue(samples, 'spec_guard_revert_duration_seconds_count')).toBe(1);
     expect(metricValue(samples, 'spec_guard_revert_duration_seconds_sum')).toBeLessThan(1);
     expect(metricValue(samples, 'spec_guard_leader')).toBe(1);
+    expect(metricValue(samples, 'spec_guard_admission_layer_intact', { layer: 'stamp' })).toBe(1);
+    expect(metricValue(samples, 'spec_guard_admission_layer_intact', { layer: 'guard' })).toBe(0);
+    unregister();
   });
 
-  it('2. the agent’s write without a webhook is accepted as canonical, never reverted; alice’s later change is reverted to it', async () => {
+  it('2. the agent’s write while spec-guard is down, the admission policy in place, is trusted by continuity: learned, stamped, never reverted', async () => {
+    await stopAll();
+    let sg = await start(fileConfig);
+    await sg.waitForLog(/became the leader/);
+    await layerIntact(sg, 'guard');
     agentApply('sync-two', NS);
+    await waitFor('stamped', async () => (await readApplication(NS, 'sync-two'))?.metadata?.annotations?.[STAMP_ANNOTATION]);
+    await sg.stop();
+    running.splice(running.indexOf(sg), 1);
+    // Every replica down: the stamp webhook is skipped (failurePolicy Ignore), the policy holds.
     agentApply('sync-two', NS, { source: { repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: 'v2', path: 'guestbook' } });
-    await waitFor('the agent’s write re-stamped', async () => {
+    const unstamped = (await readApplication(NS, 'sync-two'))!;
+    expect(unstamped.spec.source.targetRevision).toBe('v2');
+    expect(kubectl(ALICE, ['patch', 'application', '-n', NS, 'sync-two', '--type=merge', '-p', '{"spec":{"source":{"targetRevision":"evil"}}}']).stderr).toContain(POLICY_DENIED);
+    sg = await start(fileConfig);
+    await waitFor('the agent’s write stamped anew', async () => {
       const app = await readApplication(NS, 'sync-two');
-      return app?.spec.source.targetRevision === 'v2' && app.metadata.managedFields.some((m: { manager: string }) => m.manager === 'spec-guard');
+      return app?.spec.source.targetRevision === 'v2' && app.metadata.annotations?.[STAMP_ANNOTATION] && app.metadata.resourceVersion !== unstamped.metadata.resourceVersion;
     });
     await new Promise((r) => setTimeout(r, 1000));
     expect((await readApplication(NS, 'sync-two'))!.spec.source.targetRevision).toBe('v2');
-    alicePatch('sync-two', 'evil');
-    expect(await waitForRevision(NS, 'sync-two', 'v2', 1000)).toBeLessThan(1000);
+    expect(sg.logs()).not.toMatch(/drift reverted.*sync-two/);
+    await stopAll();
   });
 
-  it('3. a change made while spec-guard was stopped is reverted when it starts again with the same file store', async () => {
-    agentApply('sync-three', NS);
-    await waitFor('stamped', async () => (await readApplication(NS, 'sync-three'))?.metadata?.annotations?.[STAMP_ANNOTATION]);
+  it('3. a change made while spec-guard was stopped, in a blind window, is reverted when it starts again with the same file store', async () => {
     await stopAll();
-    alicePatch('sync-three', 'while-down');
-    expect((await readApplication(NS, 'sync-three'))!.spec.source.targetRevision).toBe('while-down');
+    unregister();
+    alicePatch('sync-one', 'while-down');
+    expect((await readApplication(NS, 'sync-one'))!.spec.source.targetRevision).toBe('while-down');
     const status = runCli(['status', '--config', fileConfig, '--kubeconfig', state().adminKubeconfig]);
     expect(status.code).toBe(0);
-    expect(status.stdout).toMatch(/applications\.argoproj\.io argocd\/sync-three\s+drifted\s+\/spec\/source\/targetRevision by kubectl-patch/);
-    expect(status.stdout).toMatch(/applications\.argoproj\.io argocd\/sync-one\s+in sync/);
+    expect(status.stdout).toMatch(/applications\.argoproj\.io argocd\/sync-one\s+changed, not stamped\s+\/spec\/source\/targetRevision/);
+    expect(status.stdout).toMatch(/applications\.argoproj\.io argocd\/sync-two\s+in sync/);
     expect(status.stdout).toMatch(/^leader: none/m);
     const sg = await start(fileConfig, ['--no-register']);
     await sg.waitForLog(/canonical state loaded.*"entries":[1-9]/);
-    expect(await waitForRevision(NS, 'sync-three', 'HEAD', 10_000)).toBeLessThan(10_000);
+    expect(await waitForRevision(NS, 'sync-one', 'HEAD', 10_000)).toBeLessThan(10_000);
+    await waitFor('the UnattributedChange event', () => eventsFor(NS, 'sync-one', 'UnattributedChange').length > 0, 10_000, 250);
+    expect(metricValue(parsePrometheusText(await sg.metrics()), 'spec_guard_unattributed_changes_total', { resource: 'applications.argoproj.io', change: 'update', action: 'revert' })).toBe(1);
   });
 
-  it('4. alice’s delete behind admission is undone; the agent’s delete through admission is final, also across a restart', async () => {
+  it('4. alice’s delete in a blind window is undone where the rule says blindWindow.deletes: recreate; the agent’s delete through admission is final, also across a restart', async () => {
     await stopAll();
-    const sg = await start(fileConfig);
+    const sg = await start(recreatingConfig);
     await sg.waitForLog(/became the leader/);
     agentApply('sync-four-alice', NS);
     agentApply('sync-four-agent', NS);
@@ -165,7 +193,7 @@ afterAll(async () => {
     unregister();
     const uid = (await readApplication(NS, 'sync-four-alice'))!.metadata.uid;
     kubectlOk(ALICE, ['delete', 'application', '-n', NS, 'sync-four-alice']);
-    const back = await start(fileConfig);
+    const back = await start(recreatingConfig);
     await waitFor('sync-four-alice recreated', async () => {
       const app = await readApplication(NS, 'sync-four-alice');
       return app && app.metadata.uid !== uid;
@@ -178,7 +206,7 @@ afterAll(async () => {
     expect(await readApplication(NS, 'sync-four-agent')).toBeUndefined();
     await back.stop();
     running.splice(running.indexOf(back), 1);
-    const again = await start(fileConfig);
+    const again = await start(recreatingConfig);
     await again.waitForLog(/became the leader/);
     await new Promise((r) => setTimeout(r, 1500));
     expect(await readApplication(NS, 'sync-four-agent')).toBeUndefined();
@@ -216,6 +244,8 @@ afterAll(async () => {
   it('6. a trusted write racing a revert is never lost', async () => {
     const sg = await start(fileConfig, ['--no-register']);
     await sg.waitForLog(/became the leader/);
+    installLayers(fileConfig, sg, LAYER_KINDS.stamp);
+    await layerIntact(sg, 'stamp');
     agentApply('sync-six', NS);
     for (let i = 0; i < 8; i++) {
       const revision = `agent-${i}`;
