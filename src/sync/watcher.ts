@@ -346,10 +346,7 @@ export class Watcher {
         await this.learn(ref, object, obs.entry, false, seenAt, attempt);
         return;
       case 'in-sync': {
-        // Listed in sync: canonical as of the list's revision, which continuity may start from.
-        const entry = ref.listedAt ? { ...obs.entry, knownAt: laterRevision(obs.entry.knownAt ?? obs.entry.resourceVersion, ref.listedAt) } : obs.entry;
-        this.d.cache.set(key, entry);
-        if (ref.listedAt && [...this.raisingKnownAt].some((p) => key.startsWith(p))) this.markDirty(key);
+        this.d.cache.set(key, this.asListed(ref, obs.entry));
         if (obs.restoreStamp && leader && rule.mode !== 'warn') {
           await this.tryPatch(ref, object, stampOps(object, obs.entry.stamp), seenAt, attempt, 'stamp');
         }
@@ -361,11 +358,22 @@ export class Watcher {
     }
   }
 
+  /**
+   * An object a list shows canonical is known canonical as of the list's revision, which
+   * continuity may start from; after a layer came into force that is stored.
+   */
+  private asListed(ref: Ref, entry: CanonicalEntry): CanonicalEntry {
+    if (!ref.listedAt) return entry;
+    if ([...this.raisingKnownAt].some((prefix) => ref.key.startsWith(prefix))) this.markDirty(ref.key);
+    return { ...entry, knownAt: laterRevision(entry.knownAt ?? entry.resourceVersion, ref.listedAt) };
+  }
+
   /** A new canonical value: from a fresh stamp, or attributed to a trusted writer (`restamp`: stamp it now). */
-  private async learn(ref: Ref, object: KubeObject, entry: CanonicalEntry, restamp: boolean, seenAt: number, attempt: number): Promise<void> {
+  private async learn(ref: Ref, object: KubeObject, learned: CanonicalEntry, restamp: boolean, seenAt: number, attempt: number): Promise<void> {
     const { key } = ref;
     this.setDrifted(ref, false);
     const previous = this.d.cache.get(key);
+    const entry = restamp ? learned : this.asListed(ref, learned);
     this.d.cache.set(key, entry);
     // A new canonical value (not spec-guard's own revert coming back) ends any fight. A new
     // sequence for the same value need not be stored: a replayed stamp of another value is

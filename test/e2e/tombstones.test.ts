@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import {
   admin,
   agentApply,
+  installLayers,
+  LAYER_KINDS,
   application,
   fixture,
   inCluster,
@@ -32,7 +34,12 @@ const describeLocal = inCluster ? describe.skip : describe;
 function configWith(store: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'spec-guard-tombstones-'));
   const file = join(dir, 'config.yaml');
-  writeFileSync(file, readFileSync(fixture('config.yaml'), 'utf8').replace(/store:\n  type: memory\n/, `store:\n${store}\n`));
+  // Deletes in the blind window these tests open are recreated (not kept), so that a tombstone is what decides.
+  const config = readFileSync(fixture('config.yaml'), 'utf8')
+    .replace(/store:\n  type: memory\n/, `store:\n${store}\n`)
+    .replace(/namespaces: \[argocd\]\n    mode: enforce\n    normalizer: argocd-application\n/, '$&    blindWindow: {deletes: recreate}\n');
+  if (!config.includes('blindWindow')) throw new Error('the fixture changed: no argocd Application rule found');
+  writeFileSync(file, config);
   return file;
 }
 
@@ -84,9 +91,11 @@ describeLocal('tombstones', () => {
     unregister();
     kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
     kubectl([], ['delete', 'secret', '-n', 'spec-guard', '-l', 'app.kubernetes.io/managed-by=spec-guard', '--ignore-not-found']);
-    // No admission objects: deletes by anyone go straight through, as behind a bypassed admission.
-    sg = await startSpecGuard(configWith(`  type: secret\n  secretName: ${SECRET_NAME}`), ['--no-register']);
+    // Only the stamp webhook: deletes by anyone go straight through, as behind a bypassed admission.
+    const config = configWith(`  type: secret\n  secretName: ${SECRET_NAME}`);
+    sg = await startSpecGuard(config, ['--no-register']);
     await sg.waitForLog(/became the leader/);
+    installLayers(config, sg, LAYER_KINDS.stamp);
   });
 
   afterAll(async () => {
@@ -128,6 +137,7 @@ describeLocal('tombstones', () => {
   it('3. 1,000 trusted deletes, 32 at a time through the apiserver, are all admitted; their tombstones are removed once settled', async () => {
     // Through the apiserver this time: spec-guard registered, the agent's deletes recording tombstones.
     await sg.stop();
+    unregister();
     kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
     sg = await startSpecGuard(configWith(`  type: secret\n  secretName: ${SECRET_NAME}`));
     await sg.waitForLog(/became the leader/);
