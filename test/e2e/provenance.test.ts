@@ -135,7 +135,13 @@ describeLocal('provenance (issue #17)', () => {
     await layerIntact(guard, 'guard');
     await waitFor('removal in sync', async () => (await readApplication(NS, 'removal'))?.spec?.syncPolicy);
     await stop();
-    await realAgent.update('removal', NS, source('v1'));
+    // Removal only: no managedFields entry of the agent's own; spec-guard's revert entry stays the newest.
+    await (await admin()).request('PATCH', `${APPS}/removal`, {
+      body: [{ op: 'remove', path: '/spec/syncPolicy' }],
+      contentType: 'application/json-patch+json',
+      query: { fieldManager: 'argocd-agent' },
+      headers: { 'Impersonate-User': realAgent.user },
+    });
     expect((await readApplication(NS, 'removal'))!.spec.syncPolicy).toBeUndefined();
     const back = await restart();
     await waitFor('the agent’s write stamped anew', () => stampOf('removal'), 10_000);
