@@ -6,6 +6,7 @@ import { manifests, manifestsHelp } from './commands/manifests.js';
 import { rotate, rotateHelp } from './commands/rotate.js';
 import { serve, serveHelp } from './commands/serve.js';
 import { status, statusHelp } from './commands/status.js';
+import { exactNumbersSupported } from './kube/json.js';
 
 const help = `spec-guard: keeps the guarded paths (.spec) of synced objects equal to their source of truth.
 
@@ -36,6 +37,11 @@ async function main(argv: string[]): Promise<number> {
     return name ? 0 : 2;
   }
   const command = commands[name];
+  if (command && !exactNumbersSupported) {
+    // Integers beyond 2^53 would compare equal to their neighbours: a guard that can be fooled.
+    console.error(`spec-guard: Node.js ${process.versions.node} cannot read JSON numbers exactly; run it on Node.js 24 (the image does)`);
+    return 1;
+  }
   if (!command) {
     console.error(`spec-guard: unknown command "${name}"\n\n${help}`);
     return 2;

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
+import { parseJson } from './json.js';
 
 /** A failed API call: HTTP status and the apiserver's Status reason and message. */
 export class KubeError extends Error {
@@ -83,7 +84,7 @@ export class KubeClient {
           const text = Buffer.concat(chunks).toString('utf8');
           let body: unknown;
           try {
-            body = text ? JSON.parse(text) : undefined;
+            body = text ? parseJson(text) : undefined;
           } catch {
             body = undefined;
           }
@@ -127,7 +128,7 @@ export class KubeClient {
             while ((nl = buffered.indexOf('\n')) >= 0) {
               const line = buffered.slice(0, nl);
               buffered = buffered.slice(nl + 1);
-              if (line.trim()) onLine(JSON.parse(line));
+              if (line.trim()) onLine(parseJson(line));
             }
           } catch (err) {
             // A bad line or a handler that gives up ends this watch, not the process.

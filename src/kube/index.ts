@@ -2,3 +2,4 @@ export { KubeClient, KubeError, isNotFound, isConflict, type RequestOptions } fr
 export { readSecret, readOrCreateSecret, decodeSecretData, encodeSecretData, secretPath, type Secret } from './secrets.js';
 export { Reflector, type ReflectorHandlers, type ReflectorOptions, type ListedObject } from './reflector.js';
 export { EventRecorder, type InvolvedObject } from './events.js';
+export { parseJson, isRawNumber, exactNumbersSupported } from './json.js';

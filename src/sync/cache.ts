@@ -1,3 +1,4 @@
+import { parseJson } from '../kube/json.js';
 import type { GuardedValues } from './guarded-view.js';
 
 /** The canonical (source-of-truth) state of one guarded object. */
@@ -26,7 +27,7 @@ export interface CanonicalEntry {
   annotations?: Record<string, string>;
 }
 
-export const entryValues = (entry: CanonicalEntry): GuardedValues => JSON.parse(entry.valuesJson) as GuardedValues;
+export const entryValues = (entry: CanonicalEntry): GuardedValues => parseJson(entry.valuesJson) as GuardedValues;
 
 /** What admission needs of the cache: read only. */
 export interface CanonicalLookup {

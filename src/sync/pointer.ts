@@ -1,3 +1,4 @@
+import { isRawNumber } from '../kube/json.js';
 /** RFC 6901 JSON pointers, parsed once at configuration time. */
 
 export function parsePointer(pointer: string): string[] {
@@ -13,7 +14,7 @@ export function formatPointer(tokens: readonly string[]): string {
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !isRawNumber(value);
 }
 
 /** The value at `tokens`, or undefined when any step is missing. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { parseJson } from '../kube/json.js';
 
 /** An HTTP error for the client: status code and a message. */
 export class HttpError extends Error {
@@ -70,7 +71,7 @@ export function readJsonBody(req: IncomingMessage, limit: number, large?: LargeB
     req.on('end', () => {
       if (failed) return;
       try {
-        resolve(JSON.parse(Buffer.concat(chunks, size).toString('utf8')));
+        resolve(parseJson(Buffer.concat(chunks, size).toString('utf8')));
       } catch (err) {
         reject(new HttpError(400, `body is not valid JSON: ${(err as Error).message}`));
       } finally {

@@ -1,0 +1,36 @@
+/**
+ * JSON as the apiserver means it. Kubernetes stores integers as int64: 9007199254740993 is
+ * not 9007199254740992 there, though `JSON.parse` makes them equal. Integers beyond 2^53
+ * are kept as raw JSON (their exact text), which `JSON.stringify` writes back verbatim.
+ * Node.js 22+ gives a reviver the source text of each value; only a text with a run of 16
+ * digits (any such integer has one) takes that slower path.
+ */
+interface RawJson {
+  readonly rawJSON: string;
+}
+interface JsonWithSource {
+  rawJSON(text: string): RawJson;
+  isRawJSON(value: unknown): value is RawJson;
+}
+const exact = JSON as unknown as Partial<JsonWithSource>;
+
+/** True when this Node.js can parse numbers exactly (22 and later). */
+export const exactNumbersSupported = typeof exact.rawJSON === 'function' && typeof exact.isRawJSON === 'function';
+
+const LONG_DIGITS = /\d{16}/;
+const INTEGER = /^-?\d+$/;
+
+function revive(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value === 'number' && !Number.isSafeInteger(value) && context?.source && INTEGER.test(context.source)) {
+    return exact.rawJSON!(context.source);
+  }
+  return value;
+}
+
+/** JSON.parse that keeps integers beyond 2^53 exact. */
+export function parseJson(text: string): unknown {
+  return exactNumbersSupported && LONG_DIGITS.test(text) ? JSON.parse(text, revive as (key: string, value: unknown) => unknown) : JSON.parse(text);
+}
+
+/** Is `value` an exact number kept as its JSON text? */
+export const isRawNumber: (value: unknown) => boolean = exactNumbersSupported ? (v) => exact.isRawJSON!(v) : () => false;

@@ -1,0 +1,24 @@
+import { describe, expect, it } from '@jest/globals';
+import { isRawNumber, parseJson } from '../../src/kube/json.js';
+import { canonicalJson, GuardedView } from '../../src/sync/index.js';
+
+describe('numbers as the apiserver stores them (int64, beyond 2^53)', () => {
+  it('keeps integers beyond 2^53 exact, and writes them back verbatim', () => {
+    const parsed = parseJson('{"a":9007199254740993,"b":9007199254740992,"c":12,"d":1.5,"e":"9007199254740993"}') as Record<string, unknown>;
+    expect(isRawNumber(parsed.a)).toBe(true);
+    expect(JSON.stringify(parsed)).toBe('{"a":9007199254740993,"b":9007199254740992,"c":12,"d":1.5,"e":"9007199254740993"}');
+    expect(parsed.c).toBe(12);
+    expect(parsed.e).toBe('9007199254740993');
+    expect(JSON.parse('9007199254740993')).toBe(9007199254740992); // what plain JSON.parse does
+  });
+
+  it('canonical JSON and the diff tell neighbours apart, also in unsorted objects', () => {
+    const before = parseJson('{"z":1,"a":{"n":9007199254740992}}');
+    const after = parseJson('{"z":1,"a":{"n":9007199254740993}}');
+    expect(canonicalJson(before)).toBe('{"a":{"n":9007199254740992},"z":1}');
+    expect(canonicalJson(before)).not.toBe(canonicalJson(after));
+    const view = new GuardedView(['/spec'], [], undefined);
+    expect(view.changedPointers({ '/spec': before }, { spec: after })).toEqual(['/spec/a/n']);
+    expect(view.changedPointers({ '/spec': before }, { spec: parseJson('{"z":1,"a":{"n":9007199254740992}}') })).toEqual([]);
+  });
+});
