@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Build: compile TypeScript, then keep production dependencies only.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -12,7 +12,7 @@ RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund
 # spec-guard handles SIGTERM itself: it stops being ready, drains in-flight admission
 # requests, hands back the leader lease and exits (node runs as PID 1 here, and needs no
 # init process because it installs its own signal handlers).
-FROM gcr.io/distroless/nodejs20-debian12:nonroot
+FROM gcr.io/distroless/nodejs24-debian12:nonroot
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

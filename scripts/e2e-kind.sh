@@ -2,7 +2,7 @@
 # The e2e suite on a kind cluster, for machines with Docker. spec-guard runs in the
 # cluster from its image and manifests/, exactly as installed in production.
 #
-# Needs: docker (a running engine), kind, kubectl, node 20 + npm (for the test runner).
+# Needs: docker (a running engine), kind, kubectl, npm (Node.js 24 comes with npm ci, for the test runner).
 # Usage: scripts/e2e-kind.sh            create or reuse the cluster, build, load, deploy, test
 #        KEEP_CLUSTER=1 scripts/e2e-kind.sh   leave the cluster up afterwards
 #
@@ -60,4 +60,4 @@ cd "$root"
 npm ci --no-audit --no-fund
 npm run build
 SPEC_GUARD_E2E_KUBECONFIG="$kubeconfig" SPEC_GUARD_E2E_IN_CLUSTER=1 \
-  node --experimental-vm-modules node_modules/jest/bin/jest.js --runInBand --selectProjects e2e
+  npm exec -- node --experimental-vm-modules node_modules/jest/bin/jest.js --runInBand --selectProjects e2e

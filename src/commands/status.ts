@@ -11,12 +11,19 @@ import {
   watchScopes,
 } from '../sync/index.js';
 import type { KubeObject } from '../webhook/index.js';
+import { createLogger } from '../log/index.js';
+import { Metrics } from '../metrics/index.js';
+import { ContinuityMonitor, layerKinds, renderAdmissionObjects } from '../registration/index.js';
+import type { ContinuityRecord, LayerState } from '../sync/index.js';
+
+const silentLogger = createLogger('error');
 import { parseFlags, UsageError } from './args.js';
 
 export const statusHelp = `Usage: spec-guard status --config FILE [--kubeconfig F] [--namespace NS]
 
 Prints every guarded object with its state — in sync, drifted (with the changed
-pointers), unknown canonical, paused — then the leader and the store. Reads only.
+pointers), changed but not stamped, unknown canonical, paused — then the leader, the store
+and whether the admission layers have stayed in force (blind windows). Reads only.
 
 Flags:
   --config FILE      configuration file (required)
@@ -34,6 +41,18 @@ function table(rows: Row[]): string {
   const w = { object: width('object', 'OBJECT'), state: width('state', 'STATE') };
   const line = (o: string, s: string, d: string) => `${o.padEnd(w.object)}  ${s.padEnd(w.state)}  ${d}`.trimEnd();
   return [line('OBJECT', 'STATE', 'DETAIL'), ...rows.map((r) => line(r.object, r.state, r.detail))].join('\n');
+}
+
+/** The admission layers as stored continuity and the live objects show them (stamping needs a serving replica, not this command). */
+async function describeLayers(kube: KubeClient, policy: Policy, namespace: string, record: ContinuityRecord | undefined): Promise<string> {
+  const desired = renderAdmissionObjects(policy, { endpoint: { url: 'https://spec-guard.invalid' }, caBundle: '', excludedNamespaces: ['kube-system', namespace] });
+  const monitor = new ContinuityMonitor(
+    { kube, desired, layers: layerKinds(policy), serving: () => undefined, save: async () => {}, isLeader: () => false, logger: silentLogger, metrics: new Metrics(false), onEstablished: () => {} },
+    record,
+  );
+  const layers = await monitor.verify();
+  const show = (state: LayerState) => (state.intact ? `in force since revision ${state.since}` : 'NOT in force without a gap (a blind window, or not verified by spec-guard yet)');
+  return `guard ${show(layers.guard)}; tombstone ${show(layers.tombstone)}`;
 }
 
 export async function status(argv: string[]): Promise<number> {
@@ -116,6 +135,7 @@ export async function status(argv: string[]): Promise<number> {
     }
     console.log(`\nleader: ${leader}`);
     console.log(`store:  ${store.description}: ${stored.entries.size} canonical entries, ${stored.tombstones.size} tombstones`);
+    console.log(`layers: ${await describeLayers(kube, policy, namespace, stored.continuity)}`);
     return 0;
   } finally {
     kube.close();

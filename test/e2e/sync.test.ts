@@ -173,6 +173,7 @@ afterAll(async () => {
     expect(status.stdout).toMatch(/applications\.argoproj\.io argocd\/sync-one\s+changed, not stamped\s+\/spec\/source\/targetRevision/);
     expect(status.stdout).toMatch(/applications\.argoproj\.io argocd\/sync-two\s+in sync/);
     expect(status.stdout).toMatch(/^leader: none/m);
+    expect(status.stdout).toMatch(/^layers: guard NOT in force without a gap .*; tombstone NOT in force/m);
     const sg = await start(fileConfig, ['--no-register']);
     await sg.waitForLog(/canonical state loaded.*"entries":[1-9]/);
     expect(await waitForRevision(NS, 'sync-one', 'HEAD', 10_000)).toBeLessThan(10_000);

@@ -28,6 +28,8 @@ describe('alert rules and dashboard', () => {
       'SpecGuardTombstonesNearBudget',
       'SpecGuardRevertFight',
       'SpecGuardAdmissionObjectRepaired',
+      'SpecGuardBlindWindow',
+      'SpecGuardUnattributedChanges',
       'SpecGuardStoreNearlyFull',
     ]);
   });
