@@ -14,7 +14,7 @@ import { createCA, createServingCert } from '../src/certs/index.js';
 import { parseConfig } from '../src/config/index.js';
 import type { KubeClient } from '../src/kube/index.js';
 import { renderAdmissionObjects } from '../src/registration/index.js';
-import { Policy } from '../src/sync/index.js';
+import { Policy } from '../src/guard/index.js';
 import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, percentile, sleep, startSpecGuard } from './cluster.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 

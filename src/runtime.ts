@@ -6,17 +6,8 @@ import type { Config } from './config/index.js';
 import { EventRecorder, KubeClient } from './kube/index.js';
 import { createLogger, type Logger, type LogLevel } from './log/index.js';
 import { createMetricsServer, Metrics } from './metrics/index.js';
-import {
-  CanonicalCache,
-  createStore,
-  LeaderElector,
-  objectKey,
-  Policy,
-  Stamper,
-  stamperFromFile,
-  stamperFromSecret,
-  Watcher,
-} from './sync/index.js';
+import { CanonicalCache, createStore, LeaderElector, stamperFromFile, stamperFromSecret, Watcher } from './sync/index.js';
+import { objectKey, Policy, Stamper } from './guard/index.js';
 import { createWebhookServer } from './webhook/index.js';
 import { configurationsCarry, ContinuityMonitor, currentRevision, layerKinds, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
 

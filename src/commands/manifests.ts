@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { stringify } from 'yaml';
 import { loadConfig } from '../config/index.js';
-import { Policy } from '../sync/index.js';
+import { Policy } from '../guard/index.js';
 import { renderAdmissionObjects, type WebhookEndpoint } from '../registration/index.js';
 import { parseFlags, parsePort, UsageError } from './args.js';
 

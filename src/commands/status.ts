@@ -1,20 +1,12 @@
 import { loadConfig } from '../config/index.js';
-import { isNotFound, KubeClient } from '../kube/index.js';
-import {
-  collectionPath,
-  createStore,
-  objectKey,
-  observe,
-  parseObjectKey,
-  Policy,
-  stamperFromSecret,
-  watchScopes,
-} from '../sync/index.js';
-import type { KubeObject } from '../webhook/index.js';
+import { isNotFound, KubeClient, collectionPath, parseObjectKey } from '../kube/index.js';
+import { createStore, stamperFromSecret, watchScopes } from '../sync/index.js';
+import { objectKey, observe, Policy } from '../guard/index.js';
+import type { KubeObject } from '../kube/index.js';
 import { createLogger } from '../log/index.js';
 import { Metrics } from '../metrics/index.js';
 import { ContinuityMonitor, layerKinds, renderAdmissionObjects } from '../registration/index.js';
-import type { ContinuityRecord, LayerState } from '../sync/index.js';
+import type { ContinuityRecord, LayerState } from '../guard/index.js';
 
 const silentLogger = createLogger('error');
 import { parseFlags, UsageError } from './args.js';

@@ -3,3 +3,7 @@ export { readSecret, readOrCreateSecret, decodeSecretData, encodeSecretData, sec
 export { Reflector, type ReflectorHandlers, type ReflectorOptions, type ListedObject } from './reflector.js';
 export { EventRecorder, type InvolvedObject } from './events.js';
 export { parseJson, isRawNumber, exactNumbersSupported } from './json.js';
+export { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';
+export { coalesce } from './coalesce.js';
+export { KeyedQueue } from './keyed-queue.js';
+export type { AdmissionRequest, AdmissionReview, AdmissionResponse, KubeObject, GroupVersionResource, Operation } from './types.js';

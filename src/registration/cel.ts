@@ -1,5 +1,5 @@
 import type { LabelSelector } from '../config/index.js';
-import { STAMP_ANNOTATION, type Rule } from '../sync/index.js';
+import { STAMP_ANNOTATION, type Rule } from '../guard/index.js';
 
 /** Pieces of CEL shared by the webhooks' match conditions and the admission policy. */
 

@@ -1,9 +1,8 @@
-import { isNotFound, type KubeClient } from '../kube/index.js';
+import { isNotFound, type KubeClient, coalesce } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import { laterRevision, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from '../sync/attribution.js';
-import { coalesce } from '../sync/coalesce.js';
-import type { Policy } from '../sync/index.js';
+import { laterRevision, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from '../guard/index.js';
+import type { Policy } from '../guard/index.js';
 import { covers, type AdmissionObjects } from './registrar.js';
 import { policyHolds } from './render-webhooks.js';
 import { ADMISSION_OBJECT_NAME } from './shared.js';

@@ -1,7 +1,7 @@
 import { isNotFound, Reflector, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import { bundleCarries } from '../certs/bundle.js';
+import { bundleCarries } from '../certs/index.js';
 import { ADMISSION_OBJECT_NAME } from './shared.js';
 
 const collections = {

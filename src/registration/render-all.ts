@@ -1,4 +1,4 @@
-import type { Policy } from '../sync/index.js';
+import type { Policy } from '../guard/index.js';
 import type { AdmissionObjects } from './registrar.js';
 import { renderAdmissionPolicy } from './render-policy.js';
 import { renderWebhookConfigurations, type RenderOptions } from './render-webhooks.js';

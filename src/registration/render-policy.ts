@@ -1,5 +1,5 @@
-import type { Policy, Rule, IgnoreTree } from '../sync/index.js';
-import { buildIgnoreTree, parsePointer } from '../sync/index.js';
+import type { Policy, Rule, IgnoreTree } from '../guard/index.js';
+import { buildIgnoreTree, parsePointer } from '../guard/index.js';
 import { celList, celString, celStamp, celValueAt, identityExpression, membership } from './cel.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 

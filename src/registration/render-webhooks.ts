@@ -1,5 +1,5 @@
-import type { Policy } from '../sync/index.js';
-import { parsePointer } from '../sync/index.js';
+import type { Policy } from '../guard/index.js';
+import { parsePointer } from '../guard/index.js';
 import { celList, celStamp, celValueAt, identityExpression, membership } from './cel.js';
 import { policyCovers, policyDecidesExpression } from './render-policy.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';

@@ -1,4 +1,4 @@
-import type { Policy, Rule } from '../sync/index.js';
+import type { Policy, Rule } from '../guard/index.js';
 
 /** Name of every admission object spec-guard owns: both webhook configurations, the policy and its binding. */
 export const ADMISSION_OBJECT_NAME = 'spec-guard';

@@ -1,47 +1,4 @@
-import { parseJson } from '../kube/json.js';
-import type { GuardedValues } from './guarded-view.js';
-
-/** The canonical (source-of-truth) state of one guarded object. */
-export interface CanonicalEntry {
-  viewHash: string;
-  /**
-   * The guarded values as JSON text. Kept serialized: parsed objects take several times
-   * the memory, and only the rare deny, rewrite and revert paths need them.
-   */
-  valuesJson: string;
-  /** Stamp annotation that vouches for `values`. */
-  stamp: string;
-  /** Sequence of that stamp (0 in a store written before sequences existed). */
-  seq?: number;
-  resourceVersion: string;
-  /**
-   * The newest revision (etcd resourceVersion) at which the object is known to have held
-   * this canonical value: its version when learned or seen in sync, or a later list's.
-   * Attribution by continuity starts from here.
-   */
-  knownAt?: string;
-  uid: string;
-  apiVersion: string;
-  kind: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-}
-
-export const entryValues = (entry: CanonicalEntry): GuardedValues => parseJson(entry.valuesJson) as GuardedValues;
-
-/** What admission needs of the cache: read only. */
-export interface CanonicalLookup {
-  get(key: string): CanonicalEntry | undefined;
-  /** A trusted delete recorded for the key, if any. */
-  tombstone(key: string): Tombstone | undefined;
-}
-
-/** A trusted delete, recorded before the apiserver carries it out. */
-export interface Tombstone {
-  uid?: string;
-  /** When the delete was admitted (ISO time, milliseconds): stamps issued before it are stale on a recreated copy. */
-  at: string;
-}
+import type { CanonicalEntry, CanonicalLookup, Tombstone } from '../guard/index.js';
 
 /** In-memory canonical cache shared by admission and the watcher. */
 export class CanonicalCache implements CanonicalLookup {

@@ -1,16 +1,5 @@
-export { GuardedView, buildIgnoreTree, sha256, type GuardedValues, type View, type PatchOp } from './guarded-view.js';
-export { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canonical-json.js';
-export { normalizers, argocdApplication, type Normalizer } from './normalizers.js';
-export { Stamper, STAMP_ANNOTATION, STAMP_POINTER, nextSeq, type StampClaim } from './stamp.js';
-export { isFresh, CREATION_SKEW_MS } from './freshness.js';
-export { attributeChange, attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from './attribution.js';
-export { CanonicalCache, entryValues, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './cache.js';
-export { Policy, type Rule, type UserInfo } from './policy.js';
-export { objectKey } from './object-key.js';
-export { parsePointer, formatPointer, getAt, hasParent, isPlainObject, removeAt, setAt } from './pointer.js';
+export { CanonicalCache } from './cache.js';
 export { stamperFromFile, stamperFromSecret, STAMP_KEY_SECRET } from './stamp-key.js';
 export { createStore, MemoryStore, FileStore, SecretStore, type CanonicalStore, type Snapshot } from './store/index.js';
 export { LeaderElector, type LeaderOptions } from './leader.js';
 export { Watcher, watchScopes, type WatcherDeps } from './watcher.js';
-export { observe, resolve, type Observation, type ChangePlan } from './observe.js';
-export { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';

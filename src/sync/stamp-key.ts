@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { decodeSecretData, readOrCreateSecret, type KubeClient } from '../kube/index.js';
-import { Stamper } from './stamp.js';
+import { Stamper } from '../guard/index.js';
 
 export const STAMP_KEY_SECRET = 'spec-guard-stamp-key';
 

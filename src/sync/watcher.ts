@@ -1,20 +1,11 @@
-import { EventRecorder, KubeError, Reflector, type KubeClient } from '../kube/index.js';
+import { EventRecorder, KubeError, Reflector, type KubeClient, KeyedQueue, collectionPath, objectPath, parseObjectKey } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import type { KubeObject } from '../webhook/admission-types.js';
-import { entryValues, type CanonicalCache, type CanonicalEntry, type Tombstone } from './cache.js';
-import type { PatchOp } from './guarded-view.js';
-import { KeyedQueue } from './keyed-queue.js';
-import { objectKey } from './object-key.js';
-import { attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type Layers } from './attribution.js';
-import { observe, resolve, type Observation } from './observe.js';
-import { parsePointer, setAt } from './pointer.js';
-import type { Policy, Rule } from './policy.js';
-import { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';
-import { STAMP_ANNOTATION, STAMP_POINTER, type Stamper } from './stamp.js';
+import type { KubeObject } from '../kube/index.js';
+import { entryValues, type CanonicalEntry, type Tombstone, objectKey, attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type Layers, observe, resolve, type Observation, parsePointer, setAt, STAMP_ANNOTATION, STAMP_POINTER, type Stamper, confirms, expired, TOMBSTONE_CONFIRM_MS, RevertThrottle } from '../guard/index.js';
+import { type CanonicalCache } from './cache.js';
+import type { PatchOp, Policy, Rule } from '../guard/index.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
-import { confirms, expired, TOMBSTONE_CONFIRM_MS } from './tombstones.js';
-import { RevertThrottle } from './revert-throttle.js';
 
 export interface WatcherDeps {
   kube: KubeClient;

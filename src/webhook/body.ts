@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { parseJson } from '../kube/json.js';
+import { parseJson } from '../kube/index.js';
 
 /** An HTTP error for the client: status code and a message. */
 export class HttpError extends Error {

@@ -1,5 +1,5 @@
-import type { AdmissionRequest, AdmissionResponse, AdmissionReview } from './admission-types.js';
-import type { Decision } from './decision.js';
+import type { AdmissionRequest, AdmissionResponse, AdmissionReview } from '../kube/index.js';
+import type { Decision } from '../guard/index.js';
 import { admissionReviewSchema } from './review-schema.js';
 
 /** A request body that is not an AdmissionReview spec-guard can answer. */

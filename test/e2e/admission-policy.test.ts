@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { STAMP_ANNOTATION } from '../../src/sync/index.js';
+import { STAMP_ANNOTATION } from '../../src/guard/index.js';
 import {
   AGENT,
   ALICE,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { STAMP_ANNOTATION } from '../../src/sync/index.js';
+import { STAMP_ANNOTATION } from '../../src/guard/index.js';
 import { runCli } from '../helpers/cli.js';
 import {
   AGENT,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { bundleCarries, CA_SECRET, createCA, createServingCert, splitPem, TLS_SECRET } from '../../src/certs/index.js';
-import { STAMP_ANNOTATION } from '../../src/sync/index.js';
+import { STAMP_ANNOTATION } from '../../src/guard/index.js';
 import { cliPath } from '../helpers/cli.js';
 import { servedCertificate } from '../helpers/tls.js';
 import {

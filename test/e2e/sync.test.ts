@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { STAMP_ANNOTATION } from '../../src/sync/index.js';
+import { STAMP_ANNOTATION } from '../../src/guard/index.js';
 import { runCli } from '../helpers/cli.js';
 import { metricValue, parsePrometheusText } from '../helpers/prometheus.js';
 import {

@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import jsonpatch from 'fast-json-patch';
 import { parseConfig } from '../../src/config/index.js';
-import { CanonicalCache, objectKey, Policy, STAMP_ANNOTATION, Stamper } from '../../src/sync/index.js';
-import type { AdmissionRequest, AdmissionReview, Decision, DecisionContext, KubeObject } from '../../src/webhook/index.js';
+import { CanonicalCache } from '../../src/sync/index.js';
+import { objectKey, Policy, STAMP_ANNOTATION, Stamper } from '../../src/guard/index.js';
+import type { AdmissionRequest, AdmissionReview, KubeObject } from '../../src/kube/index.js';
+import type { Decision, DecisionContext } from '../../src/guard/index.js';
 
 const fixtures = new URL('../fixtures/admission/', import.meta.url);
 

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { createCA, createServingCert } from '../../src/certs/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { Metrics } from '../../src/metrics/index.js';
-import { createWebhookServer, type AdmissionRequest } from '../../src/webhook/index.js';
+import { createWebhookServer } from '../../src/webhook/index.js';
+import { type AdmissionRequest } from '../../src/kube/index.js';
 import { context, type TestContext } from './admission.js';
 
 export interface Reply {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { argocdApplication, GuardedView } from '../../src/sync/index.js';
+import { argocdApplication, GuardedView } from '../../src/guard/index.js';
 import { AGENT, review, type FixtureName } from '../helpers/admission.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 

@@ -1,6 +1,6 @@
 import https from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { STAMP_ANNOTATION } from '../../src/sync/index.js';
+import { STAMP_ANNOTATION } from '../../src/guard/index.js';
 import { review, stamp } from '../helpers/admission.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { argocdApplication, GuardedView } from '../../src/sync/index.js';
+import { argocdApplication, GuardedView } from '../../src/guard/index.js';
 
 // Each rule mirrors a piece of argo-cd v3: NormalizeApplicationSpec and NormalizeSource in
 // util/argo/argo.go, and the IsZero methods in pkg/apis/application/v1alpha1/types.go.

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { observe, STAMP_ANNOTATION, STAMP_POINTER } from '../../src/sync/index.js';
-import { decide, reviewResponse } from '../../src/webhook/index.js';
-import type { KubeObject } from '../../src/webhook/index.js';
+import { observe, STAMP_ANNOTATION, STAMP_POINTER } from '../../src/guard/index.js';
+import { decide } from '../../src/guard/index.js';
+import { reviewResponse } from '../../src/webhook/index.js';
+import type { KubeObject } from '../../src/kube/index.js';
 import { AGENT, SELF, applyDecision, context, keyOf, review, setTargetRevision, stamp } from '../helpers/admission.js';
 
 const spec = (o: KubeObject | null | undefined) => o?.spec as Record<string, unknown>;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { isRawNumber, parseJson } from '../../src/kube/json.js';
-import { canonicalJson, GuardedView } from '../../src/sync/index.js';
+import { canonicalJson, GuardedView } from '../../src/guard/index.js';
 
 describe('numbers as the apiserver stores them (int64, beyond 2^53)', () => {
   it('keeps integers beyond 2^53 exact, and writes them back verbatim', () => {

@@ -2,7 +2,8 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { FileStore, type CanonicalEntry } from '../../src/sync/index.js';
+import { FileStore } from '../../src/sync/index.js';
+import { type CanonicalEntry } from '../../src/guard/index.js';
 
 const entry = (hash: string): CanonicalEntry => ({
   viewHash: hash,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { canonicalJson, GuardedView, Stamper } from '../../src/sync/index.js';
+import { canonicalJson, GuardedView, Stamper } from '../../src/guard/index.js';
 
 describe('canonical JSON', () => {
   it('sorts keys and keeps null, {} and [] as values of their own', () => {

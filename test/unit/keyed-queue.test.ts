@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { KeyedQueue } from '../../src/sync/keyed-queue.js';
+import { KeyedQueue } from '../../src/kube/keyed-queue.js';
 
 describe('keyed queue', () => {
   it('runs one task per key at a time and keeps only the newest waiting one', async () => {

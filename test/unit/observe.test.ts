@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { attributeChange, attributeDelete, observe, resolve, STAMP_ANNOTATION, UNKNOWN_LAYERS, type CanonicalEntry, type Layers } from '../../src/sync/index.js';
-import type { KubeObject } from '../../src/webhook/index.js';
+import { attributeChange, attributeDelete, observe, resolve, STAMP_ANNOTATION, UNKNOWN_LAYERS, type CanonicalEntry, type Layers } from '../../src/guard/index.js';
+import type { KubeObject } from '../../src/kube/index.js';
 import { context, keyOf, review, setTargetRevision, stamp, type TestContext } from '../helpers/admission.js';
 
 /** The captured object at revision 100, stamped, learned: the canonical entry (known at 100). */

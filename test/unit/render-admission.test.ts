@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { parseConfig } from '../../src/config/index.js';
 import { renderAdmissionObjects } from '../../src/registration/index.js';
-import { Policy } from '../../src/sync/index.js';
+import { Policy } from '../../src/guard/index.js';
 import { AGENT, SELF } from '../helpers/admission.js';
 
 const options = { endpoint: { url: 'https://127.0.0.1:8443' }, caBundle: '', excludedNamespaces: ['kube-system', 'spec-guard'] };

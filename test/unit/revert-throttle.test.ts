@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { RevertThrottle } from '../../src/sync/revert-throttle.js';
+import { RevertThrottle } from '../../src/guard/revert-throttle.js';
 
 describe('revert throttle: a controller that fights the revert', () => {
   it('reverts at once up to five times in 30 s, then backs off 1 s, 2 s, 4 s … and says so once', () => {

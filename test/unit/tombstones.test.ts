@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { coalesce } from '../../src/sync/coalesce.js';
-import { applyTombstoneChanges, confirms, expired, MAX_TOMBSTONES, TombstoneBudgetError, TombstoneWriter } from '../../src/sync/tombstones.js';
+import { coalesce } from '../../src/kube/coalesce.js';
+import { applyTombstoneChanges, confirms, expired, MAX_TOMBSTONES, TombstoneBudgetError } from '../../src/guard/index.js';
+import { TombstoneWriter } from '../../src/sync/store/tombstone-writer.js';
 
 const at = (ms: number) => new Date(ms).toISOString();
 const NOW = Date.parse('2026-12-03T12:00:00Z');

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { parseConfig } from '../../src/config/index.js';
-import { Policy, watchScopes } from '../../src/sync/index.js';
+import { Policy } from '../../src/guard/index.js';
+import { watchScopes } from '../../src/sync/index.js';
 
 const policy = (resources: string) => new Policy(parseConfig(`resources:\n${resources}`, 'c.yaml'));
 

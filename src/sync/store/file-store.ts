@@ -1,7 +1,7 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { ContinuityRecord } from '../attribution.js';
-import type { CanonicalEntry, Tombstone } from '../cache.js';
+import type { ContinuityRecord } from '../../guard/attribution.js';
+import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { MemoryStore } from './memory-store.js';
 import { emptySnapshot, type Snapshot } from './types.js';
 

@@ -1,6 +1,6 @@
-import type { ContinuityRecord } from '../attribution.js';
-import type { CanonicalEntry, Tombstone } from '../cache.js';
-import { TombstoneWriter } from '../tombstones.js';
+import type { ContinuityRecord } from '../../guard/attribution.js';
+import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
+import { TombstoneWriter } from './tombstone-writer.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 
 /**

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { isConflict, isNotFound, secretPath, type KubeClient, type Secret } from '../../kube/index.js';
-import type { ContinuityRecord } from '../attribution.js';
-import type { CanonicalEntry, Tombstone } from '../cache.js';
-import { TombstoneWriter } from '../tombstones.js';
+import type { ContinuityRecord } from '../../guard/attribution.js';
+import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
+import { TombstoneWriter } from './tombstone-writer.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 
 /** Entries are spread over this many Secrets, each gzipped, to stay far below 1 MiB apiece. */

@@ -1,5 +1,5 @@
-import type { ContinuityRecord } from '../attribution.js';
-import type { CanonicalEntry, Tombstone } from '../cache.js';
+import type { ContinuityRecord } from '../../guard/attribution.js';
+import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 
 /** What a store keeps: the canonical entries and the tombstones of trusted deletes. */
 export interface Snapshot {

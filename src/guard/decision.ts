@@ -1,4 +1,4 @@
-import type { PatchOp } from '../sync/index.js';
+import type { PatchOp } from './guarded-view.js';
 
 export type Webhook = 'mutate' | 'validate';
 

@@ -1,25 +1,13 @@
 import { createHash } from 'node:crypto';
-import {
-  entryValues,
-  objectKey,
-  STAMP_ANNOTATION,
-  STAMP_POINTER,
-  TooDeepError,
-  getAt,
-  hasParent,
-  parsePointer,
-  removeAt,
-  setAt,
-  isFresh,
-  nextSeq,
-  type CanonicalLookup,
-  type GuardedValues,
-  type PatchOp,
-  type Policy,
-  type Rule,
-  type Stamper,
-} from '../sync/index.js';
-import type { AdmissionRequest, KubeObject } from './admission-types.js';
+import { entryValues, type CanonicalLookup } from './canonical-entry.js';
+import { objectKey } from './object-key.js';
+import { STAMP_ANNOTATION, STAMP_POINTER, nextSeq, type Stamper } from './stamp.js';
+import { TooDeepError } from './canonical-json.js';
+import { getAt, hasParent, parsePointer, removeAt, setAt } from './pointer.js';
+import { isFresh } from './freshness.js';
+import { type GuardedValues, type PatchOp } from './guarded-view.js';
+import { type Policy, type Rule } from './policy.js';
+import type { AdmissionRequest, KubeObject } from '../kube/types.js';
 import type { Decision, Webhook } from './decision.js';
 
 export interface DecisionContext {

@@ -1,5 +1,5 @@
-import type { KubeObject } from '../webhook/admission-types.js';
-import type { CanonicalEntry } from './cache.js';
+import type { KubeObject } from '../kube/types.js';
+import type { CanonicalEntry } from './canonical-entry.js';
 
 /** One admission layer's continuity, as last verified against the apiserver. */
 export interface LayerState {

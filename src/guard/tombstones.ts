@@ -1,5 +1,4 @@
-import type { Tombstone } from './cache.js';
-import { coalesce } from './coalesce.js';
+import type { Tombstone } from './canonical-entry.js';
 
 /**
  * Tombstones: a trusted DELETE admitted by spec-guard records one so that the watcher does
@@ -47,30 +46,4 @@ export function applyTombstoneChanges(current: Map<string, Tombstone>, changes: 
   }
   if (next.size > MAX_TOMBSTONES && [...changes.values()].some((c) => c !== null)) throw new TombstoneBudgetError();
   return next;
-}
-
-/** Writes a whole tombstone map, given how to change the current one. */
-export type TombstoneWrite = (change: (current: Map<string, Tombstone>) => Map<string, Tombstone>) => Promise<void>;
-
-/**
- * Collects tombstone changes and writes them in batches, one write at a time: concurrent
- * trusted deletes share a write instead of racing each other for one Secret.
- */
-export class TombstoneWriter {
-  private pending = new Map<string, Tombstone | null>();
-  private readonly flush: () => Promise<void>;
-
-  constructor(write: TombstoneWrite, now: () => number = Date.now) {
-    this.flush = coalesce(async () => {
-      const changes = this.pending;
-      this.pending = new Map();
-      if (changes.size) await write((current) => applyTombstoneChanges(current, changes, now()));
-    });
-  }
-
-  /** Records (or, with null, removes) a tombstone; resolves once it is written. */
-  set(key: string, tombstone: Tombstone | null): Promise<void> {
-    this.pending.set(key, tombstone);
-    return this.flush();
-  }
 }

@@ -1,4 +1,4 @@
-import type { Config, LabelSelector, Mode, ResourceRuleConfig } from '../config/index.js';
+import type { Config, LabelSelector, Mode, ResourceRuleConfig } from '../config/schema.js';
 import { GuardedView } from './guarded-view.js';
 import { normalizers } from './normalizers.js';
 

@@ -1,6 +1,6 @@
-import type { KubeObject } from '../webhook/admission-types.js';
+import type { KubeObject } from '../kube/types.js';
 import { attributeChange, laterRevision, type Attribution, type Layers } from './attribution.js';
-import { entryValues, type CanonicalEntry, type Tombstone } from './cache.js';
+import { entryValues, type CanonicalEntry, type Tombstone } from './canonical-entry.js';
 import { isFresh } from './freshness.js';
 import type { Rule } from './policy.js';
 import { nextSeq, STAMP_ANNOTATION, type Stamper } from './stamp.js';

@@ -1,5 +1,5 @@
-import type { KubeObject } from '../webhook/admission-types.js';
-import type { CanonicalEntry, Tombstone } from './cache.js';
+import type { KubeObject } from '../kube/types.js';
+import type { CanonicalEntry, Tombstone } from './canonical-entry.js';
 import type { StampClaim } from './stamp.js';
 import { TOMBSTONE_CONFIRM_MS } from './tombstones.js';
 

@@ -1,4 +1,4 @@
-import type { NormalizerName } from '../config/index.js';
+import type { NormalizerName } from '../config/schema.js';
 import { isPlainObject } from './pointer.js';
 
 /** Rewrites the value at a guarded pointer into a semantically equal, normal form. */

@@ -1,0 +1,18 @@
+// The pure domain: guarded views, canonical JSON, normalizers, stamps, policy, provenance
+// (freshness, attribution), the watch-side observation and the admission decision.
+// Nothing here does I/O; it imports only itself and Kubernetes' types and JSON rules.
+export { GuardedView, buildIgnoreTree, sha256, type GuardedValues, type View, type PatchOp } from './guarded-view.js';
+export { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canonical-json.js';
+export { normalizers, argocdApplication, type Normalizer } from './normalizers.js';
+export { Stamper, STAMP_ANNOTATION, STAMP_POINTER, nextSeq, type StampClaim } from './stamp.js';
+export { isFresh, CREATION_SKEW_MS } from './freshness.js';
+export { attributeChange, attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from './attribution.js';
+export { entryValues, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './canonical-entry.js';
+export { Policy, type Rule, type UserInfo } from './policy.js';
+export { objectKey } from './object-key.js';
+export { parsePointer, formatPointer, getAt, hasParent, isPlainObject, removeAt, setAt } from './pointer.js';
+export { observe, resolve, type Observation, type ChangePlan } from './observe.js';
+export { decide, type DecisionContext } from './decide.js';
+export type { Decision, Webhook, AllowReason } from './decision.js';
+export { confirms, expired, applyTombstoneChanges, TOMBSTONE_CONFIRM_MS, MAX_TOMBSTONES, TOMBSTONE_MAX_AGE_MS, TombstoneBudgetError } from './tombstones.js';
+export { RevertThrottle } from './revert-throttle.js';

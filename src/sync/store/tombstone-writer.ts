@@ -1,0 +1,29 @@
+import type { Tombstone } from '../../guard/index.js';
+import { applyTombstoneChanges } from '../../guard/index.js';
+import { coalesce } from '../../kube/coalesce.js';
+
+/** Writes a whole tombstone map, given how to change the current one. */
+export type TombstoneWrite = (change: (current: Map<string, Tombstone>) => Map<string, Tombstone>) => Promise<void>;
+
+/**
+ * Collects tombstone changes and writes them in batches, one write at a time: concurrent
+ * trusted deletes share a write instead of racing each other for one Secret.
+ */
+export class TombstoneWriter {
+  private pending = new Map<string, Tombstone | null>();
+  private readonly flush: () => Promise<void>;
+
+  constructor(write: TombstoneWrite, now: () => number = Date.now) {
+    this.flush = coalesce(async () => {
+      const changes = this.pending;
+      this.pending = new Map();
+      if (changes.size) await write((current) => applyTombstoneChanges(current, changes, now()));
+    });
+  }
+
+  /** Records (or, with null, removes) a tombstone; resolves once it is written. */
+  set(key: string, tombstone: Tombstone | null): Promise<void> {
+    this.pending.set(key, tombstone);
+    return this.flush();
+  }
+}
