@@ -103,12 +103,14 @@ describeLocal('layer 0: the admission policy inside the apiserver', () => {
   beforeAll(async () => {
     unregister();
     expireLease();
+    sg = await startSpecGuard(fixture('config.yaml'));
+    await waitFor('the admission policy and binding', () => exists('validatingadmissionpolicy') && exists('validatingadmissionpolicybinding'), 10_000);
+    // Written through spec-guard, so stamped (the stamp writes below need one to forge or remove).
     agentApply('pol-a', NS);
     agentApply('pol-big', NS, { source: { repoURL: 'https://example.com/charts.git', targetRevision: 'HEAD', path: 'chart', helm: { valuesObject: bigValues } } });
     kubectlOk(AGENT, ['apply', '--server-side', '--field-manager=argocd-agent', '-f', '-'], { input: repoSecret('pol-repo', true) });
     kubectlOk(ALICE, ['apply', '--server-side', '-f', '-'], { input: repoSecret('pol-plain', false) });
-    sg = await startSpecGuard(fixture('config.yaml'));
-    await waitFor('the admission policy and binding', () => exists('validatingadmissionpolicy') && exists('validatingadmissionpolicybinding'), 10_000);
+    expect(getJson(['application', '-n', NS, 'pol-a']).metadata.annotations[STAMP_ANNOTATION]).toMatch(/^v2\./);
   });
 
   afterAll(async () => {
@@ -125,7 +127,8 @@ describeLocal('layer 0: the admission policy inside the apiserver', () => {
     const failurePolicies = (kind: string) =>
       Object.fromEntries((getJson([kind, 'spec-guard']).webhooks as Array<{ name: string; failurePolicy: string }>).map((w) => [w.name, w.failurePolicy]));
     expect(failurePolicies('mutatingwebhookconfiguration')).toEqual({ 'stamp.spec-guard.io': 'Ignore', 'guard.spec-guard.io': 'Ignore' });
-    expect(failurePolicies('validatingwebhookconfiguration')).toEqual({ 'guard.spec-guard.io': 'Ignore', 'tombstone.spec-guard.io': 'Fail' });
+    // The writers the policy leaves to the webhook (the application-controller) are checked fail-closed.
+    expect(failurePolicies('validatingwebhookconfiguration')).toEqual({ 'guard.spec-guard.io': 'Ignore', 'normalized.spec-guard.io': 'Fail', 'tombstone.spec-guard.io': 'Fail' });
   });
 
   it('2. with every replica stopped, untrusted spec edits, stamp changes, selection escapes, creates and deletes are refused by the policy; the agent and the controller pass', async () => {

@@ -43,11 +43,11 @@ describe('admission through the real kube-apiserver', () => {
     agentApply('adm-one', 'argocd');
     const created = getJson(['application', '-n', 'argocd', 'adm-one']);
     const firstStamp = created.metadata.annotations[STAMP_ANNOTATION] as string;
-    expect(firstStamp).toMatch(/^v1\.[0-9a-f]{64}\./);
+    expect(firstStamp).toMatch(/^v2\.[0-9a-f]{64}\.\d+\./);
     agentApply('adm-one', 'argocd', { source: { repoURL: 'https://example.com/repo.git', targetRevision: 'v2', path: 'app' } });
     const updated = getJson(['application', '-n', 'argocd', 'adm-one']);
     expect(updated.spec.source.targetRevision).toBe('v2');
-    expect(updated.metadata.annotations[STAMP_ANNOTATION]).toMatch(/^v1\./);
+    expect(updated.metadata.annotations[STAMP_ANNOTATION]).toMatch(/^v2\./);
     expect(updated.metadata.annotations[STAMP_ANNOTATION]).not.toBe(firstStamp);
   });
 
@@ -137,7 +137,7 @@ describe('admission through the real kube-apiserver', () => {
     }).trim();
     const name = created.replace('application.argoproj.io/', '');
     expect(name).toMatch(/^adm-gen-[a-z0-9]{5}$/);
-    expect(getJson(['application', '-n', 'argocd', name]).metadata.annotations[STAMP_ANNOTATION]).toMatch(/^v1\./);
+    expect(getJson(['application', '-n', 'argocd', name]).metadata.annotations[STAMP_ANNOTATION]).toMatch(/^v2\./);
     const status = runCli(['status', '--config', fixture('config.yaml'), '--kubeconfig', state().adminKubeconfig]);
     expect(status.stdout).toMatch(new RegExp(`applications\\.argoproj\\.io argocd/${name}\\s+in sync`));
   });

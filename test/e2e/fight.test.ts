@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { admin, agentApply, eventsFor, fixture, inCluster, kubectl, readApplication, startSpecGuard, unregister, waitFor, type SpecGuard } from './harness.js';
+import { admin, agentApply, eventsFor, fixture, inCluster, installLayers, kubectl, layerIntact, LAYER_KINDS, readApplication, startSpecGuard, unregister, waitFor, type SpecGuard } from './harness.js';
 
 // A controller that fights the revert (writes the spec back as soon as spec-guard restores
 // it) gets a few reverts, then ever longer waits: never unbounded load on the apiserver.
@@ -16,10 +16,14 @@ describeLocal('a writer that fights the revert', () => {
     kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
     sg = await startSpecGuard(fixture('config.yaml'), ['--no-register']);
     await sg.waitForLog(/became the leader/);
+    // Only the stamp webhook: the fighter's writes are stored, and known as untrusted.
+    installLayers(fixture('config.yaml'), sg, LAYER_KINDS.stamp);
+    await layerIntact(sg, 'stamp');
   });
 
   afterAll(async () => {
     await sg?.stop();
+    unregister();
     kubectl([], ['delete', 'application', '-n', NS, 'fight', '--ignore-not-found', '--wait=false']);
   });
 
