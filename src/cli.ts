@@ -64,8 +64,10 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    // serve keeps running: it sets its own exit code when it stops.
+    // serve keeps running: it sets its own exit code when it stops. A serve that failed to
+    // start exits now, whatever it left open: a half-started guard must not linger.
     if (code !== -1) process.exitCode = code;
+    if (code > 0 && process.argv[2] === 'serve') process.exit(code);
   },
   (err: unknown) => {
     console.error(err);

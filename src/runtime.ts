@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { CertificateManager, createCA, createServingCert, expiryOf, TlsFileSource, type ServingMaterial, type TlsFiles } from './certs/index.js';
 import type { Config } from './config/index.js';
+import { preflight } from './preflight.js';
 import { EventRecorder, KubeClient } from './kube/index.js';
 import { createLogger, type Logger, type LogLevel } from './log/index.js';
 import { createMetricsServer, Metrics } from './metrics/index.js';
@@ -104,6 +105,14 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const kube = o.standalone ? undefined : await connect(o.kubeconfig);
   const selfUser = kube ? await whoAmI(kube) : undefined;
   const policy = new Policy(o.config, selfUser);
+  if (kube) {
+    try {
+      await preflight(kube, policy, { namespace: o.namespace, register: o.register });
+    } catch (err) {
+      kube.close();
+      throw err;
+    }
+  }
   const stamper = o.stampKeyFile
     ? stamperFromFile(o.stampKeyFile)
     : kube

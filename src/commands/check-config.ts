@@ -1,14 +1,22 @@
 import { stringify } from 'yaml';
 import { loadConfig } from '../config/index.js';
+import { Policy } from '../guard/index.js';
+import { KubeClient } from '../kube/index.js';
+import { preflight, PreflightError } from '../preflight.js';
 import { parseFlags, UsageError } from './args.js';
 
-export const checkConfigHelp = `Usage: spec-guard check-config --config FILE
+export const checkConfigHelp = `Usage: spec-guard check-config --config FILE [--kubeconfig F [--namespace NS] [--no-register]]
 
 Validates the configuration and prints the effective policy, defaults filled in.
-Exit code 0 when valid, 2 with one line per problem when not.`;
+Exit code 0 when valid, 2 with one line per problem when not.
 
-export function checkConfig(argv: string[]): number {
-  const flags = parseFlags(argv, { config: { type: 'string' } });
+With --kubeconfig, also runs the checks \`serve\` runs before it registers anything, as the
+kubeconfig's user: every configured resource exists at its version, every verb spec-guard
+needs is allowed (--no-register: the GitOps install, which registers nothing), the store is
+writable. Exit code 1 with one line per missing thing.`;
+
+export async function checkConfig(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, { config: { type: 'string' }, kubeconfig: { type: 'string' }, namespace: { type: 'string' }, 'no-register': { type: 'boolean' } });
   if (flags.help) {
     console.log(checkConfigHelp);
     return 0;
@@ -16,5 +24,20 @@ export function checkConfig(argv: string[]): number {
   if (!flags.config) throw new UsageError('--config FILE is required');
   const config = loadConfig(flags.config);
   process.stdout.write(`# ${flags.config}: valid\n${stringify(config)}`);
-  return 0;
+  if (!flags.kubeconfig) return 0;
+  const kube = await KubeClient.load(flags.kubeconfig);
+  try {
+    const review = await kube.request<{ status?: { userInfo?: { username?: string } } }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    });
+    await preflight(kube, new Policy(config, review.status?.userInfo?.username), { namespace: flags.namespace ?? 'spec-guard', register: !flags['no-register'] });
+    process.stdout.write(`# the cluster serves every configured resource and ${review.status?.userInfo?.username ?? 'this user'} may do all spec-guard needs\n`);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof PreflightError)) throw err;
+    console.error(`spec-guard check-config: ${err.message}`);
+    return 1;
+  } finally {
+    kube.close();
+  }
 }

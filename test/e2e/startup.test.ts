@@ -1,0 +1,67 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { runCli } from '../helpers/cli.js';
+import { fixture, inCluster, kubectl, state, unregister } from './harness.js';
+
+// Issue #14, item 1: a start that cannot work registers nothing (a fail-closed webhook left
+// behind by a process that then fails would freeze every guarded kind), says exactly what is
+// wrong, and exits.
+jest.setTimeout(120_000);
+
+const dir = mkdtempSync(join(tmpdir(), 'spec-guard-startup-'));
+const bad = join(dir, 'bad.yaml');
+writeFileSync(
+  bad,
+  [
+    'resources:',
+    '  - group: apps', // served at v1 only
+    '    resource: deployments',
+    '    version: v1alpha1',
+    '  - group: ""', // exists, but spec-guard's RBAC does not cover it
+    '    resource: configmaps',
+    '    version: v1',
+    '    namespaces: [argocd]',
+    'store:',
+    '  type: file',
+    `  path: ${join(dir, 'state.json')}`,
+  ].join('\n'),
+);
+
+const admissionObjects = () =>
+  ['mutatingwebhookconfiguration', 'validatingwebhookconfiguration', 'validatingadmissionpolicy', 'validatingadmissionpolicybinding'].filter(
+    (kind) => kubectl([], ['get', kind, 'spec-guard']).code === 0,
+  );
+
+const describeLocal = inCluster ? describe.skip : describe;
+
+describeLocal('start-up checks', () => {
+  beforeAll(() => {
+    unregister();
+    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+  });
+
+  it('serve with a resource the cluster does not serve and one it may not read: exits 1 at once, names both, registers nothing', () => {
+    const started = Date.now();
+    const result = runCli(['serve', '--config', bad, '--kubeconfig', state().specGuardKubeconfig, '--namespace', 'spec-guard', '--bind-address', '127.0.0.1', '--port', '0', '--metrics-port', '0', '--webhook-url', 'https://127.0.0.1:1']);
+    expect(result.code).toBe(1); // runCli gives up after 30 s with code null: a process that lingers fails here
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(result.stderr).toContain('nothing was registered');
+    expect(result.stderr).toContain('resources[0]: the API apps/v1alpha1 is not served by this cluster');
+    expect(result.stderr).toMatch(/RBAC: cannot get, list, watch, patch, create configmaps in namespace argocd/);
+    expect(admissionObjects()).toEqual([]);
+  });
+
+  it('check-config --kubeconfig runs the same checks without serving; the shipped configuration passes them', () => {
+    const failing = runCli(['check-config', '--config', bad, '--kubeconfig', state().specGuardKubeconfig]);
+    expect(failing.code).toBe(1);
+    expect(failing.stderr).toContain('resources[0]: the API apps/v1alpha1 is not served by this cluster');
+    expect(failing.stderr).toContain('RBAC: cannot get, list, watch, patch, create configmaps in namespace argocd');
+    const passing = runCli(['check-config', '--config', fixture('config.yaml'), '--kubeconfig', state().specGuardKubeconfig]);
+    expect(passing.stderr).toBe('');
+    expect(passing.code).toBe(0);
+    expect(passing.stdout).toContain('may do all spec-guard needs');
+    expect(admissionObjects()).toEqual([]);
+  });
+});
