@@ -1,6 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
+import { readFileSync } from 'node:fs';
+import { delimiter } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { parse } from 'yaml';
 import { parseJson } from './json.js';
 
 /** A failed API call: HTTP status and the apiserver's Status reason and message. */
@@ -34,10 +37,15 @@ export interface RequestOptions {
 export class KubeClient {
   private readonly server: URL;
   private readonly agent: http.Agent;
+  private credentials: { headers: Record<string, string>; readAt: number } | undefined;
+  /** Set by a 401: the next call reads the credentials afresh. */
+  private stale = false;
 
   private constructor(
     readonly kubeConfig: KubeConfig,
     private readonly base: https.RequestOptions,
+    /** A file the bearer token is read from (in-cluster, or a kubeconfig's `tokenFile`). */
+    private readonly tokenFile: string | undefined,
   ) {
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
@@ -46,10 +54,12 @@ export class KubeClient {
     this.agent = secure ? new https.Agent({ ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, servername: base.servername, keepAlive: true, maxSockets: 32 }) : new http.Agent({ keepAlive: true });
   }
 
-  static async fromKubeConfig(kc: KubeConfig): Promise<KubeClient> {
+  static async fromKubeConfig(kc: KubeConfig, tokenFile?: string): Promise<KubeClient> {
     const base: https.RequestOptions = {};
     await kc.applyToHTTPSOptions(base);
-    return new KubeClient(kc, base);
+    const { authorization: _a, Authorization: _b, ...rest } = (base.headers ?? {}) as Record<string, string>;
+    base.headers = rest;
+    return new KubeClient(kc, base, tokenFile ?? tokenFileOf(kc));
   }
 
   /** Loads `file`, or in-cluster / $KUBECONFIG / ~/.kube/config when omitted. */
@@ -57,22 +67,55 @@ export class KubeClient {
     const kc = new KubeConfig();
     if (file) kc.loadFromFile(file);
     else kc.loadFromDefault();
-    return KubeClient.fromKubeConfig(kc);
+    const source = file ?? (process.env.KUBECONFIG && !process.env.KUBECONFIG.includes(delimiter) ? process.env.KUBECONFIG : undefined);
+    return KubeClient.fromKubeConfig(kc, source ? kubeconfigTokenFile(source, kc) : undefined);
   }
 
-  private open(method: string, path: string, options: RequestOptions): http.ClientRequest {
+  /**
+   * The credential headers, read afresh every CREDENTIAL_REFRESH_MS and after a 401, as
+   * client-go does: a projected service-account token is rotated by the kubelet, an exec
+   * plugin's credential expires (client-node caches it until then).
+   */
+  private async authHeaders(): Promise<Record<string, string>> {
+    if (this.credentials && !this.stale && Date.now() - this.credentials.readAt < CREDENTIAL_REFRESH_MS) return this.credentials.headers;
+    this.stale = false;
+    let headers: Record<string, string>;
+    if (this.tokenFile) {
+      headers = { authorization: `Bearer ${readFileSync(this.tokenFile, 'utf8').trim()}` };
+    } else {
+      const opts: https.RequestOptions = { headers: {} };
+      await this.kubeConfig.applyToHTTPSOptions(opts);
+      const all = opts.headers as Record<string, string>;
+      const value = all.Authorization ?? all.authorization;
+      headers = value ? { authorization: value } : {};
+    }
+    this.credentials = { headers, readAt: Date.now() };
+    return headers;
+  }
+
+  private async open(method: string, path: string, options: RequestOptions): Promise<http.ClientRequest> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    const headers: Record<string, string> = { ...(this.base.headers as Record<string, string>), accept: 'application/json', ...options.headers };
+    const headers: Record<string, string> = { ...(this.base.headers as Record<string, string>), ...(await this.authHeaders()), accept: 'application/json', ...options.headers };
     if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
     const transport = url.protocol === 'https:' ? https : http;
     return transport.request(url, { ...this.base, method, headers, agent: this.agent, signal: options.signal, timeout: options.timeoutMs });
   }
 
-  /** One API call; resolves with the parsed JSON body, rejects with KubeError. */
-  request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  /** One API call; resolves with the parsed JSON body, rejects with KubeError. A 401 re-reads the credentials and tries once more. */
+  async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    try {
+      return await this.once<T>(method, path, options);
+    } catch (err) {
+      if (!(err instanceof KubeError && err.status === 401)) throw err;
+      this.stale = true;
+      return this.once<T>(method, path, options);
+    }
+  }
+
+  private async once<T>(method: string, path: string, options: RequestOptions): Promise<T> {
+    const req = await this.open(method, path, options);
     return new Promise<T>((resolve, reject) => {
-      const req = this.open(method, path, options);
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out after ${options.timeoutMs} ms`)));
       req.on('error', reject);
       req.on('response', (res) => {
@@ -110,12 +153,12 @@ export class KubeClient {
     signal: AbortSignal,
     headers?: Record<string, string>,
   ): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const req = this.open('GET', path, { query, signal, headers });
+    return this.open('GET', path, { query, signal, headers }).then((req) => new Promise<void>((resolve, reject) => {
       req.on('error', reject);
       req.on('response', (res) => {
         if ((res.statusCode ?? 0) >= 300) {
           res.resume();
+          if (res.statusCode === 401) this.stale = true;
           reject(new KubeError(res.statusCode ?? 0, 'WatchFailed', `watch ${path}: HTTP ${res.statusCode}`));
           return;
         }
@@ -141,11 +184,31 @@ export class KubeClient {
         res.on('aborted', () => reject(new Error(`watch ${path}: aborted`)));
       });
       req.end();
-    });
+    }));
   }
 
   close(): void {
     this.agent.destroy();
+  }
+}
+
+/** How long credentials are used before they are read again (client-go re-reads token files every minute). */
+const CREDENTIAL_REFRESH_MS = 60_000;
+
+/** The token file client-node set up for in-cluster config (the service-account token). */
+function tokenFileOf(kc: KubeConfig): string | undefined {
+  const config = kc.getCurrentUser()?.authProvider?.config as { tokenFile?: string } | undefined;
+  return config?.tokenFile;
+}
+
+/** kubectl's `tokenFile` of the current user, which client-node does not read (it would run anonymous). */
+function kubeconfigTokenFile(file: string, kc: KubeConfig): string | undefined {
+  try {
+    const raw = parse(readFileSync(file, 'utf8')) as { users?: Array<{ name?: string; user?: { tokenFile?: string; token?: string } }> };
+    const user = raw.users?.find((u) => u.name === kc.getCurrentUser()?.name)?.user;
+    return user?.tokenFile && !user.token ? user.tokenFile : undefined;
+  } catch {
+    return undefined;
   }
 }
 
