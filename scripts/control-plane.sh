@@ -153,6 +153,9 @@ up() {
   # scheduler or nodes here, its Deployment stays without pods: spec-guard runs locally.)
   KUBECONFIG="$kubeconfig" kubectl kustomize "$root/manifests/overlays/managed-agent" \
     | KUBECONFIG="$kubeconfig" kubectl apply --server-side --field-manager=spec-guard-install -f - >&2
+  # The e2e configuration guards two namespaces more (rewrite and warn mode): its RBAC, as
+  # `spec-guard manifests --rbac` renders it.
+  KUBECONFIG="$kubeconfig" kubectl apply --server-side --field-manager=spec-guard-install -f "$root/test/e2e/fixtures/rbac.yaml" >&2
   log "ready: export KUBECONFIG=$kubeconfig"
   echo "$kubeconfig"
 }

@@ -4,3 +4,4 @@ export { renderAdmissionPolicy, policyCovers, type AdmissionPolicyObjects } from
 export { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL } from './shared.js';
 export { WebhookRegistrar, covers, configurationsCarry, type AdmissionObjects } from './registrar.js';
 export { ContinuityMonitor, currentRevision, layerKinds, IN_FORCE_MS, type LayerKinds } from './continuity.js';
+export { renderRbac, type RbacOptions } from './render-rbac.js';

@@ -65,3 +65,28 @@ describeLocal('start-up checks', () => {
     expect(admissionObjects()).toEqual([]);
   });
 });
+
+describeLocal('least privilege, as shipped (kubectl auth can-i as spec-guard’s service account)', () => {
+  const canI = (args: string[]) => kubectl([], ['auth', 'can-i', '--as=system:serviceaccount:spec-guard:spec-guard', ...args]).stdout.trim();
+
+  it.each([
+    ['patch applications.argoproj.io in argocd', ['patch', 'applications.argoproj.io', '-n', 'argocd']],
+    ['watch repository Secrets’ namespace', ['watch', 'secrets', '-n', 'argocd']],
+    ['update its own validating webhook configuration', ['update', 'validatingwebhookconfigurations/spec-guard']],
+    ['update its own admission policy', ['update', 'validatingadmissionpolicies/spec-guard']],
+    ['write its Lease', ['update', 'leases.coordination.k8s.io', '-n', 'spec-guard']],
+  ])('allowed: %s', (_what, args) => {
+    expect(canI(args)).toBe('yes');
+  });
+
+  it.each([
+    ['patch applications.argoproj.io in another namespace', ['patch', 'applications.argoproj.io', '-n', 'default']],
+    ['read Secrets elsewhere', ['get', 'secrets', '-n', 'kube-system']],
+    ['update another webhook configuration', ['update', 'validatingwebhookconfigurations/someone-else']],
+    ['delete its own webhook configuration', ['delete', 'mutatingwebhookconfigurations/spec-guard']],
+    ['delete guarded objects', ['delete', 'applications.argoproj.io', '-n', 'argocd']],
+    ['create RBAC', ['create', 'clusterroles']],
+  ])('denied: %s', (_what, args) => {
+    expect(canI(args)).toBe('no');
+  });
+});

@@ -1,0 +1,84 @@
+import type { Policy } from '../guard/index.js';
+import { ADMISSION_OBJECT_NAME } from './shared.js';
+
+export interface RbacOptions {
+  /** spec-guard's namespace, where its service account, Secrets and Lease live. */
+  namespace: string;
+  serviceAccount: string;
+  /** False for GitOps installs that apply the admission objects themselves (`serve --no-register`). */
+  register: boolean;
+}
+
+const RBAC = 'rbac.authorization.k8s.io/v1';
+const ADMISSION_KINDS = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations', 'validatingadmissionpolicies', 'validatingadmissionpolicybindings'];
+/** What the watcher does with a guarded resource: read, watch, revert (patch), recreate (create). */
+const GUARDED_VERBS = ['get', 'list', 'watch', 'create', 'patch'];
+
+interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+/** Guarded resources by namespace ('' for rules without namespaces: cluster-wide), as RBAC rules. */
+function guardedRules(policy: Policy): Map<string, PolicyRule[]> {
+  const byNamespace = new Map<string, Map<string, Set<string>>>();
+  for (const rule of policy.rules) {
+    const { group, resource, namespaces } = rule.config;
+    for (const ns of namespaces ?? ['']) {
+      const groups = byNamespace.get(ns) ?? new Map<string, Set<string>>();
+      byNamespace.set(ns, groups);
+      const resources = groups.get(group) ?? new Set<string>();
+      groups.set(group, resources);
+      resources.add(resource);
+    }
+  }
+  return new Map(
+    [...byNamespace].map(([ns, groups]) => [
+      ns,
+      [
+        ...[...groups].sort(([a], [b]) => a.localeCompare(b)).map(([group, resources]) => ({ apiGroups: [group], resources: [...resources].sort(), verbs: GUARDED_VERBS })),
+        { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      ],
+    ]),
+  );
+}
+
+/**
+ * Least-privilege RBAC for a configuration: namespaced Roles wherever the rules name their
+ * namespaces (a ClusterRole only for rules that do not); spec-guard's own admission objects
+ * by name (create cannot be limited by name, so it is granted only when spec-guard
+ * registers them; a GitOps install gets read access, for attribution by continuity); its
+ * Secrets and Lease in its own namespace. Pure.
+ */
+export function renderRbac(policy: Policy, o: RbacOptions): Array<Record<string, unknown>> {
+  const subject = { kind: 'ServiceAccount', name: o.serviceAccount, namespace: o.namespace };
+  const labels = { 'app.kubernetes.io/name': 'spec-guard' };
+  const objects: Array<Record<string, unknown>> = [];
+  const bind = (kind: 'ClusterRole' | 'Role', name: string, namespace: string | undefined, rules: PolicyRule[]) => {
+    const meta = { name, ...(namespace ? { namespace } : {}), labels };
+    objects.push({ apiVersion: RBAC, kind, metadata: meta, rules });
+    objects.push({ apiVersion: RBAC, kind: `${kind}Binding`, metadata: meta, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name }, subjects: [subject] });
+  };
+  const guarded = guardedRules(policy);
+  const admission: PolicyRule[] = o.register
+    ? [
+        { apiGroups: ['admissionregistration.k8s.io'], resources: ADMISSION_KINDS, verbs: ['list', 'watch', 'create'] },
+        { apiGroups: ['admissionregistration.k8s.io'], resources: ADMISSION_KINDS, verbs: ['get', 'update', 'patch'], resourceNames: [ADMISSION_OBJECT_NAME] },
+      ]
+    : [{ apiGroups: ['admissionregistration.k8s.io'], resources: ADMISSION_KINDS, verbs: ['get'], resourceNames: [ADMISSION_OBJECT_NAME] }];
+  bind('ClusterRole', 'spec-guard', undefined, [
+    ...admission,
+    { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
+    ...(guarded.get('') ?? []),
+  ]);
+  bind('Role', 'spec-guard', o.namespace, [
+    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] },
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  ]);
+  for (const [ns, rules] of [...guarded].filter(([ns]) => ns !== '').sort(([a], [b]) => a.localeCompare(b))) {
+    bind('Role', 'spec-guard-guarded', ns, rules);
+  }
+  return objects;
+}
