@@ -9,6 +9,7 @@ import { type GuardedValues, type PatchOp } from './guarded-view.js';
 import { type Policy, type Rule } from './policy.js';
 import type { AdmissionRequest, KubeObject } from '../kube/types.js';
 import type { Decision, Webhook } from './decision.js';
+import { stampPatch } from './stamp-patch.js';
 
 export interface DecisionContext {
   policy: Policy;
@@ -47,13 +48,6 @@ const LABELS_POINTER = '/metadata/labels';
 /** Puts the labels of `old` back, so that the object stays in the selection it was in. */
 const labelsOp = (old: KubeObject): PatchOp =>
   old.metadata?.labels ? { op: 'add', path: LABELS_POINTER, value: old.metadata.labels } : { op: 'remove', path: LABELS_POINTER };
-
-/** Patch that sets the stamp annotation, creating metadata.annotations when absent. */
-function setStampOps(object: KubeObject, stamp: string | undefined): PatchOp[] {
-  if (stamp === undefined) return stampOf(object) === undefined ? [] : [{ op: 'remove', path: STAMP_POINTER }];
-  if (!object.metadata?.annotations) return [{ op: 'add', path: '/metadata/annotations', value: { [STAMP_ANNOTATION]: stamp } }];
-  return [{ op: 'add', path: STAMP_POINTER, value: stamp }];
-}
 
 /**
  * The canonical value for an UPDATE: the cache when it is current for the stored object,
@@ -99,7 +93,7 @@ function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key:
   const seq = nextSeq(ctx.now, ctx.stamper.read(stampOf(old), key)?.seq, ctx.canonical.get(stampKey)?.seq, tombstone ? Date.parse(tombstone.at) : undefined);
   const stamp = ctx.stamper.stamp(hash, stampKey, seq);
   const nameOps: PatchOp[] = generated ? [{ op: 'add', path: '/metadata/name', value: generated }] : [];
-  return { kind: 'allow', reason: 'trusted', patch: [...nameOps, ...(kept?.ops ?? []), ...setStampOps(object, stamp)] };
+  return { kind: 'allow', reason: 'trusted', patch: [...nameOps, ...(kept?.ops ?? []), ...stampPatch(object, stamp)] };
 }
 
 const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
@@ -194,7 +188,7 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
       reason: 'rewritten',
       patch: [
         ...rule.view.restoreOps(canonical.values(), object),
-        ...(stampChanged ? setStampOps(object, stampOf(old)) : []),
+        ...(stampChanged ? stampPatch(object, stampOf(old)) : []),
         ...(moved ? [labelsOp(old)] : []),
       ],
       warnings: [`spec-guard: ${sourceOfTruth}; your change to ${listPointers(changed)} was undone${unknownNote}`],

@@ -16,3 +16,4 @@ export { decide, type DecisionContext } from './decide.js';
 export type { Decision, Webhook, AllowReason } from './decision.js';
 export { confirms, expired, applyTombstoneChanges, TOMBSTONE_CONFIRM_MS, MAX_TOMBSTONES, TOMBSTONE_MAX_AGE_MS, TombstoneBudgetError } from './tombstones.js';
 export { RevertThrottle } from './revert-throttle.js';
+export { stampPatch } from './stamp-patch.js';

@@ -1,10 +1,32 @@
-import { EventRecorder, KubeError, Reflector, type KubeClient, KeyedQueue, collectionPath, objectPath, parseObjectKey } from '../kube/index.js';
+import { collectionPath, EventRecorder, KeyedQueue, KubeError, objectPath, parseObjectKey, Reflector, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import type { KubeObject } from '../kube/index.js';
-import { entryValues, type CanonicalEntry, type Tombstone, objectKey, attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type Layers, observe, resolve, type Observation, parsePointer, setAt, STAMP_ANNOTATION, STAMP_POINTER, type Stamper, confirms, expired, TOMBSTONE_CONFIRM_MS, RevertThrottle } from '../guard/index.js';
-import { type CanonicalCache } from './cache.js';
-import type { PatchOp, Policy, Rule } from '../guard/index.js';
+import {
+  attributeDelete,
+  confirms,
+  entryValues,
+  expired,
+  laterRevision,
+  objectKey,
+  observe,
+  parsePointer,
+  resolve,
+  RevertThrottle,
+  setAt,
+  stampPatch,
+  TOMBSTONE_CONFIRM_MS,
+  UNKNOWN_LAYERS,
+  type Attribution,
+  type CanonicalEntry,
+  type Layers,
+  type Observation,
+  type PatchOp,
+  type Policy,
+  type Rule,
+  type Stamper,
+  type Tombstone,
+} from '../guard/index.js';
+import type { CanonicalCache } from './cache.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
 
 export interface WatcherDeps {
@@ -69,11 +91,6 @@ const isGone = (err: unknown) => err instanceof KubeError && err.status === 404;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 
-function stampOps(object: KubeObject, stamp: string): PatchOp[] {
-  if (object.metadata?.annotations?.[STAMP_ANNOTATION] === stamp) return [];
-  if (!object.metadata?.annotations) return [{ op: 'add', path: '/metadata/annotations', value: { [STAMP_ANNOTATION]: stamp } }];
-  return [{ op: 'add', path: STAMP_POINTER, value: stamp }];
-}
 
 /**
  * The second line of defence: watches every guarded resource, keeps the canonical cache
@@ -339,7 +356,7 @@ export class Watcher {
       case 'in-sync': {
         this.d.cache.set(key, this.asListed(ref, obs.entry));
         if (obs.restoreStamp && leader && rule.mode !== 'warn') {
-          await this.tryPatch(ref, object, stampOps(object, obs.entry.stamp), seenAt, attempt, 'stamp');
+          await this.tryPatch(ref, object, stampPatch(object, obs.entry.stamp), seenAt, attempt, 'stamp');
         }
         return;
       }
@@ -380,7 +397,7 @@ export class Watcher {
       this.d.cache.clearTombstone(key);
       if (leader) await this.d.store.removeTombstone(key);
     }
-    if (restamp && leader) await this.tryPatch(ref, object, stampOps(object, entry.stamp), seenAt, attempt, 'restamp');
+    if (restamp && leader) await this.tryPatch(ref, object, stampPatch(object, entry.stamp), seenAt, attempt, 'restamp');
   }
 
   /** Counts, logs and reports (Event) a change or delete that no layer vouches for. */
@@ -419,7 +436,7 @@ export class Watcher {
       this.d.events.record(involved, 'Warning', 'SpecDriftFight', `Another writer keeps changing ${pointers}; spec-guard keeps reverting, each time after a longer wait (up to 5 min)`);
       this.d.logger.warn('another writer keeps changing a guarded object; reverts back off', { key });
     }
-    const ops = [...rule.view.restoreOps(entryValues(obs.entry), object), ...stampOps(object, obs.entry.stamp)];
+    const ops = [...rule.view.restoreOps(entryValues(obs.entry), object), ...stampPatch(object, obs.entry.stamp)];
     if (await this.tryPatch(ref, object, ops, seenAt, attempt, 'revert')) {
       this.d.metrics.reverts.inc({ resource: `${ref.resource}.${ref.group}`, result: 'reverted' });
       this.d.metrics.revertLatency.observe((Date.now() - seenAt) / 1000);

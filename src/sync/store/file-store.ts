@@ -6,6 +6,8 @@ import { MemoryStore } from './memory-store.js';
 import { emptySnapshot, type Snapshot } from './types.js';
 
 const FORMAT = 'spec-guard/canonical-state/v1';
+/** Characters written per write call. */
+const CHUNK_CHARS = 64 * 1024;
 
 interface FileFormat {
   format: typeof FORMAT;
@@ -66,20 +68,30 @@ export class FileStore extends MemoryStore {
     return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones), continuity: this.state.continuity };
   }
 
-  /** Writes the whole state atomically; writes are serialized. */
+  /**
+   * Writes the whole state atomically; writes are serialized. The JSON is written entry by
+   * entry in chunks of about 64 KB: one string of the whole state (60 MB at 10,000 objects
+   * of 5 KB), and its copy as a Buffer, would be the process's largest allocations.
+   */
   protected override persist(): Promise<void> {
     const write = async () => {
-      const data: FileFormat = {
-        format: FORMAT,
-        entries: Object.fromEntries(this.state.entries),
-        tombstones: Object.fromEntries(this.state.tombstones),
-        continuity: this.state.continuity,
-      };
       await mkdir(dirname(this.path), { recursive: true });
       const tmp = `${this.path}.tmp-${process.pid}`;
       const handle = await open(tmp, 'w', 0o600);
       try {
-        await handle.writeFile(JSON.stringify(data));
+        let chunk = `{"format":${JSON.stringify(FORMAT)},"tombstones":${JSON.stringify(Object.fromEntries(this.state.tombstones))}`;
+        if (this.state.continuity) chunk += `,"continuity":${JSON.stringify(this.state.continuity)}`;
+        chunk += ',"entries":{';
+        let first = true;
+        for (const [key, entry] of this.state.entries) {
+          chunk += `${first ? '' : ','}${JSON.stringify(key)}:${JSON.stringify(entry)}`;
+          first = false;
+          if (chunk.length >= CHUNK_CHARS) {
+            await handle.write(chunk);
+            chunk = '';
+          }
+        }
+        await handle.write(`${chunk}}}`);
         await handle.sync();
       } finally {
         await handle.close();
