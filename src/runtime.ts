@@ -11,6 +11,7 @@ import { CanonicalCache, createStore, LeaderElector, stamperFromFile, stamperFro
 import { objectKey, Policy, Stamper } from './guard/index.js';
 import { createWebhookServer } from './webhook/index.js';
 import { configurationsCarry, ContinuityMonitor, currentRevision, layerKinds, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
+import { SPEC_GUARD } from './names.js';
 
 
 export interface RuntimeOptions {
@@ -195,7 +196,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   let continuity: ContinuityMonitor | undefined;
   let servingSince: { since: string; sinceTime: number } | undefined;
   if (kube) {
-    const events = new EventRecorder(kube, o.identity ?? 'spec-guard', (err) => logger.warn('event not recorded', { error: err.message }));
+    const events = new EventRecorder(kube, o.identity ?? SPEC_GUARD, (err) => logger.warn('event not recorded', { error: err.message }));
     const snapshot = await store.load();
     const excludedNamespaces = ['kube-system', o.namespace];
     continuity = new ContinuityMonitor(
@@ -215,7 +216,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     );
     elector = new LeaderElector(
       kube,
-      { namespace: o.namespace, name: 'spec-guard', leaseDurationSeconds: o.leaseDurationSeconds, identity: o.identity },
+      { namespace: o.namespace, name: SPEC_GUARD, leaseDurationSeconds: o.leaseDurationSeconds, identity: o.identity },
       logger,
       (leading) => {
         metrics.leader.set(leading ? 1 : 0);

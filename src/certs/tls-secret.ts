@@ -1,8 +1,8 @@
 import { decodeSecretData, encodeSecretData, isConflict, secretPath, type KubeClient, type Secret } from '../kube/index.js';
 import type { KeyPair } from './generate.js';
+import { CA_SECRET, MANAGED_BY_LABEL, TLS_SECRET } from '../names.js';
 
-export const TLS_SECRET = 'spec-guard-tls';
-export const CA_SECRET = 'spec-guard-ca';
+export { TLS_SECRET, CA_SECRET };
 /** Set (to any token) by `spec-guard rotate` to ask the leader for a rotation. */
 export const ROTATE_REQUESTED = 'spec-guard.io/rotate-requested';
 /** Set by the leader to the token of the request it has carried out. */
@@ -54,7 +54,7 @@ export async function writeTlsSecret(
       name,
       namespace,
       resourceVersion: current?.metadata.resourceVersion,
-      labels: { ...current?.metadata.labels, 'app.kubernetes.io/managed-by': 'spec-guard' },
+      labels: { ...current?.metadata.labels, ...MANAGED_BY_LABEL },
       annotations: kept,
     },
     // The type is immutable: a Secret made by someone else keeps its own.

@@ -4,6 +4,7 @@ import { Policy } from '../guard/index.js';
 import { KubeClient } from '../kube/index.js';
 import { preflight, PreflightError } from '../preflight.js';
 import { parseFlags, UsageError } from './args.js';
+import { DEFAULT_NAMESPACE } from '../names.js';
 
 export const checkConfigHelp = `Usage: spec-guard check-config --config FILE [--kubeconfig F [--namespace NS] [--no-register]]
 
@@ -30,7 +31,7 @@ export async function checkConfig(argv: string[]): Promise<number> {
     const review = await kube.request<{ status?: { userInfo?: { username?: string } } }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
     });
-    await preflight(kube, new Policy(config, review.status?.userInfo?.username), { namespace: flags.namespace ?? 'spec-guard', register: !flags['no-register'] });
+    await preflight(kube, new Policy(config, review.status?.userInfo?.username), { namespace: flags.namespace ?? DEFAULT_NAMESPACE, register: !flags['no-register'] });
     process.stdout.write(`# the cluster serves every configured resource and ${review.status?.userInfo?.username ?? 'this user'} may do all spec-guard needs\n`);
     return 0;
   } catch (err) {

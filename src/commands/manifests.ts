@@ -4,6 +4,7 @@ import { loadConfig } from '../config/index.js';
 import { Policy } from '../guard/index.js';
 import { renderAdmissionObjects, renderRbac, type WebhookEndpoint } from '../registration/index.js';
 import { parseFlags, parsePort, UsageError } from './args.js';
+import { DEFAULT_NAMESPACE, SPEC_GUARD } from '../names.js';
 
 export const manifestsHelp = `Usage: spec-guard manifests --config FILE [flags]
 
@@ -42,8 +43,8 @@ export function manifests(argv: string[]): number {
     return 0;
   }
   if (!flags.config) throw new UsageError('--config FILE is required');
-  const namespace = flags.namespace ?? 'spec-guard';
-  const serviceName = flags['service-name'] ?? 'spec-guard';
+  const namespace = flags.namespace ?? DEFAULT_NAMESPACE;
+  const serviceName = flags['service-name'] ?? SPEC_GUARD;
   const policy = new Policy(loadConfig(flags.config), flags['self-user'] ?? `system:serviceaccount:${namespace}:${serviceName}`);
   const endpoint: WebhookEndpoint = flags['webhook-url']
     ? { url: flags['webhook-url'] }

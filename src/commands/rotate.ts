@@ -2,6 +2,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { CA_SECRET, pairOf, requestRotation, ROTATED_FOR, TLS_SECRET } from '../certs/index.js';
 import { isNotFound, KubeClient, readSecret } from '../kube/index.js';
 import { parseFlags, UsageError } from './args.js';
+import { DEFAULT_NAMESPACE } from '../names.js';
 
 export const rotateHelp = `Usage: spec-guard rotate [--ca] [--kubeconfig F] [--namespace NS] [--timeout S]
 
@@ -28,7 +29,7 @@ export async function rotate(argv: string[]): Promise<number> {
   }
   const timeoutSeconds = Number(flags.timeout ?? 120);
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new UsageError('--timeout: expected a positive number of seconds');
-  const namespace = flags.namespace ?? 'spec-guard';
+  const namespace = flags.namespace ?? DEFAULT_NAMESPACE;
   const kube = await KubeClient.load(flags.kubeconfig);
   try {
     const token = `${new Date().toISOString()}-${randomBytes(4).toString('hex')}`;

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config/index.js';
 import { parseFlags, parsePort, UsageError } from './args.js';
 import { startRuntime, type RuntimeOptions } from '../runtime.js';
+import { DEFAULT_NAMESPACE, SPEC_GUARD } from '../names.js';
 
 export const serveHelp = `Usage: spec-guard serve --config FILE [flags]
 
@@ -107,8 +108,8 @@ export async function serve(argv: string[]): Promise<number> {
     stampKeyFile: flags['stamp-key-file'],
     standalone: flags.standalone ?? false,
     kubeconfig: flags.kubeconfig,
-    namespace: flags.namespace ?? podNamespace() ?? 'spec-guard',
-    serviceName: flags['service-name'] ?? 'spec-guard',
+    namespace: flags.namespace ?? podNamespace() ?? DEFAULT_NAMESPACE,
+    serviceName: flags['service-name'] ?? SPEC_GUARD,
     webhookUrl: flags['webhook-url'],
     register: !flags['no-register'],
     logLevel: (logLevel as RuntimeOptions['logLevel']) ?? config.logLevel,

@@ -10,6 +10,7 @@ import type { ContinuityRecord, LayerState } from '../guard/index.js';
 
 const silentLogger = createLogger('error');
 import { parseFlags, UsageError } from './args.js';
+import { DEFAULT_NAMESPACE } from '../names.js';
 
 export const statusHelp = `Usage: spec-guard status --config FILE [--kubeconfig F] [--namespace NS]
 
@@ -55,7 +56,7 @@ export async function status(argv: string[]): Promise<number> {
   }
   if (!flags.config) throw new UsageError('--config FILE is required');
   const config = loadConfig(flags.config);
-  const namespace = flags.namespace ?? 'spec-guard';
+  const namespace = flags.namespace ?? DEFAULT_NAMESPACE;
   const kube = await KubeClient.load(flags.kubeconfig);
   try {
     const policy = new Policy(config);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_STATE_SECRET } from '../names.js';
 
 /** RFC 6901: "" or a sequence of "/token" with "~" escaped as "~0" or "~1". */
 const jsonPointer = z
@@ -80,7 +81,7 @@ const trust = z.strictObject({
 const store = z.strictObject({
   type: z.enum(['memory', 'file', 'secret']).default('file'),
   path: z.string().min(1).default('spec-guard-state.json'),
-  secretName: z.string().min(1).default('spec-guard-state'),
+  secretName: z.string().min(1).default(DEFAULT_STATE_SECRET),
 });
 
 export const configSchema = z.strictObject({

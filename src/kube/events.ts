@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeClient } from './client.js';
+import { SPEC_GUARD } from '../names.js';
 
 export interface InvolvedObject {
   apiVersion: string;
@@ -86,8 +87,8 @@ export class EventRecorder {
             count: s.count,
             firstTimestamp: s.first,
             lastTimestamp: now,
-            source: { component: 'spec-guard' },
-            reportingComponent: 'spec-guard',
+            source: { component: SPEC_GUARD },
+            reportingComponent: SPEC_GUARD,
             reportingInstance: this.instance,
           },
         });

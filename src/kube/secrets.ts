@@ -1,4 +1,5 @@
 import { isConflict, isNotFound, type KubeClient } from './client.js';
+import { MANAGED_BY_LABEL } from '../names.js';
 
 export interface Secret {
   metadata: {
@@ -46,7 +47,7 @@ export async function readOrCreateSecret(
   if (existing) return existing;
   const { type, data } = make();
   const body: Secret = {
-    metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'spec-guard' } },
+    metadata: { name, namespace, labels: { ...MANAGED_BY_LABEL } },
     type: type ?? 'Opaque',
     data: encodeSecretData(data),
   };

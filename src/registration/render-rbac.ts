@@ -1,5 +1,6 @@
 import type { Policy } from '../guard/index.js';
 import { ADMISSION_OBJECT_NAME } from './shared.js';
+import { SPEC_GUARD } from '../names.js';
 
 export interface RbacOptions {
   /** spec-guard's namespace, where its service account, Secrets and Lease live. */
@@ -54,7 +55,7 @@ function guardedRules(policy: Policy): Map<string, PolicyRule[]> {
  */
 export function renderRbac(policy: Policy, o: RbacOptions): Array<Record<string, unknown>> {
   const subject = { kind: 'ServiceAccount', name: o.serviceAccount, namespace: o.namespace };
-  const labels = { 'app.kubernetes.io/name': 'spec-guard' };
+  const labels = { 'app.kubernetes.io/name': SPEC_GUARD };
   const objects: Array<Record<string, unknown>> = [];
   const bind = (kind: 'ClusterRole' | 'Role', name: string, namespace: string | undefined, rules: PolicyRule[]) => {
     const meta = { name, ...(namespace ? { namespace } : {}), labels };
@@ -68,17 +69,17 @@ export function renderRbac(policy: Policy, o: RbacOptions): Array<Record<string,
         { apiGroups: ['admissionregistration.k8s.io'], resources: ADMISSION_KINDS, verbs: ['get', 'update', 'patch'], resourceNames: [ADMISSION_OBJECT_NAME] },
       ]
     : [{ apiGroups: ['admissionregistration.k8s.io'], resources: ADMISSION_KINDS, verbs: ['get'], resourceNames: [ADMISSION_OBJECT_NAME] }];
-  bind('ClusterRole', 'spec-guard', undefined, [
+  bind('ClusterRole', SPEC_GUARD, undefined, [
     ...admission,
     { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
     ...(guarded.get('') ?? []),
   ]);
-  bind('Role', 'spec-guard', o.namespace, [
+  bind('Role', SPEC_GUARD, o.namespace, [
     { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   ]);
   for (const [ns, rules] of [...guarded].filter(([ns]) => ns !== '').sort(([a], [b]) => a.localeCompare(b))) {
-    bind('Role', 'spec-guard-guarded', ns, rules);
+    bind('Role', `${SPEC_GUARD}-guarded`, ns, rules);
   }
   return objects;
 }

@@ -1,8 +1,9 @@
 import type { Policy, Rule } from '../guard/index.js';
+import { MANAGED_BY_LABEL, SPEC_GUARD } from '../names.js';
 
 /** Name of every admission object spec-guard owns: both webhook configurations, the policy and its binding. */
-export const ADMISSION_OBJECT_NAME = 'spec-guard';
-export const MANAGED_BY_LABEL = { 'app.kubernetes.io/managed-by': 'spec-guard' };
+export const ADMISSION_OBJECT_NAME = SPEC_GUARD;
+export { MANAGED_BY_LABEL };
 
 /** Admission rules for the resources of `rules`, one per group and resource. */
 export function resourceRules(rules: Rule[], operations: string[]): Record<string, unknown>[] {

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { decodeSecretData, readOrCreateSecret, type KubeClient } from '../kube/index.js';
 import { Stamper } from '../guard/index.js';
+import { STAMP_KEY_SECRET } from '../names.js';
 
-export const STAMP_KEY_SECRET = 'spec-guard-stamp-key';
+export { STAMP_KEY_SECRET };
 
 /** The stamp key from a file (raw bytes, at least 32). */
 export function stamperFromFile(file: string): Stamper {

@@ -28,6 +28,7 @@ import {
 } from '../guard/index.js';
 import type { CanonicalCache } from './cache.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
+import { SPEC_GUARD } from '../names.js';
 
 export interface WatcherDeps {
   kube: KubeClient;
@@ -81,7 +82,7 @@ export function watchScopes(policy: Policy): WatchScope[] {
   );
 }
 
-const FIELD_MANAGER = 'spec-guard';
+const FIELD_MANAGER = SPEC_GUARD;
 const MAX_BACKOFF_MS = 10_000;
 /** Store writes wait at least this long, and at least twice as long as the last write took. */
 const STORE_FLUSH_MS = 100;

@@ -5,6 +5,7 @@ import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { TombstoneWriter } from './tombstone-writer.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
+import { MANAGED_BY_LABEL } from '../../names.js';
 
 /** Entries are spread over this many Secrets, each gzipped, to stay far below 1 MiB apiece. */
 export const SHARDS = 16;
@@ -46,7 +47,7 @@ export class SecretStore implements CanonicalStore {
 
   private async write(name: string, data: Record<string, string>, resourceVersion: string | undefined): Promise<Secret> {
     const body: Secret = {
-      metadata: { name, namespace: this.namespace, labels: { 'app.kubernetes.io/managed-by': 'spec-guard' }, resourceVersion },
+      metadata: { name, namespace: this.namespace, labels: { ...MANAGED_BY_LABEL }, resourceVersion },
       type: 'Opaque',
       data,
     };
