@@ -57,4 +57,28 @@ describe('file store', () => {
     expect((await new FileStore(path, (m) => reports.push(m)).load()).entries.size).toBe(0);
     expect(reports).toHaveLength(1);
   });
+
+  it('writes one entry per line and refuses a file cut short (no trailer), or with a wrong count', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
+    const path = join(dir, 'state.json');
+    const store = new FileStore(path, () => undefined);
+    await store.load();
+    await store.saveEntries(new Map([['a', entry('1')], ['b', entry('2')]]), new Set(['a', 'b']));
+    const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+    expect(lines).toHaveLength(4);
+    expect(JSON.parse(lines[3]!)).toEqual({ entries: 2 });
+    for (const broken of [lines.slice(0, 3), [...lines.slice(0, 2), lines[3]!]]) {
+      writeFileSync(path, `${broken.join('\n')}\n`);
+      const reports: string[] = [];
+      expect((await new FileStore(path, (m) => reports.push(m)).load()).entries.size).toBe(0);
+      expect(reports).toHaveLength(1);
+    }
+  });
+
+  it('reads a state file of the previous format (v1, one JSON document)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
+    const path = join(dir, 'state.json');
+    writeFileSync(path, JSON.stringify({ format: 'spec-guard/canonical-state/v1', entries: { a: entry('1') }, tombstones: {} }));
+    expect([...(await new FileStore(path, () => undefined).load()).entries.keys()]).toEqual(['a']);
+  });
 });
