@@ -100,7 +100,7 @@ KC
 
 wait_ready() {
   local deadline=$((SECONDS + 90))
-  until curl -fsS --cacert "$state/pki/ca.crt" --cert "$state/pki/admin.crt" --key "$state/pki/admin.key" \
+  until curl -fsS --max-time 2 --cacert "$state/pki/ca.crt" --cert "$state/pki/admin.crt" --key "$state/pki/admin.key" \
       "https://127.0.0.1:$api_port/readyz" >/dev/null 2>&1; do
     # A failed start leaves nothing running (etcd included): the next `up` starts clean.
     running apiserver || { stop etcd; die "kube-apiserver exited; see $state/apiserver.log: $(tail -n 3 "$state/apiserver.log")"; }

@@ -1,9 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { runCli } from '../helpers/cli.js';
-import { fixture, inCluster, kubectl, state, unregister } from './harness.js';
+import { repoRoot, runCli } from '../helpers/cli.js';
+import { fixture, freePort, inCluster, kubectl, state, unregister } from './harness.js';
 
 // Issue #14, item 1: a start that cannot work registers nothing (a fail-closed webhook left
 // behind by a process that then fails would freeze every guarded kind), says exactly what is
@@ -88,5 +90,34 @@ describeLocal('least privilege, as shipped (kubectl auth can-i as spec-guard’s
     ['create RBAC', ['create', 'clusterroles']],
   ])('denied: %s', (_what, args) => {
     expect(canI(args)).toBe('no');
+  });
+});
+
+describeLocal('the local control plane script', () => {
+  it('stops the etcd it started when the apiserver cannot start (its port is taken), and says so', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+    const apiserverPort = (taken.address() as { port: number }).port;
+    const etcdPort = await freePort();
+    try {
+      const result = spawnSync('bash', [join(repoRoot, 'scripts/control-plane.sh'), 'up'], {
+        encoding: 'utf8',
+        env: { ...process.env, CP_NAME: 'port-taken', CP_APISERVER_PORT: String(apiserverPort), CP_ETCD_PORT: String(etcdPort) },
+        timeout: 120_000,
+      });
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toMatch(/kube-apiserver exited/);
+      expect(result.stderr).toMatch(/address already in use/);
+      // Nothing of that plane is left running: its etcd port is free again.
+      const probe = createServer();
+      await new Promise<void>((resolve, reject) => {
+        probe.once('error', reject);
+        probe.listen(etcdPort, '127.0.0.1', () => resolve());
+      });
+      probe.close();
+    } finally {
+      taken.close();
+      spawnSync('bash', [join(repoRoot, 'scripts/control-plane.sh'), 'down'], { env: { ...process.env, CP_NAME: 'port-taken' } });
+    }
   });
 });
