@@ -1,4 +1,4 @@
-import { readSecret, Reflector, secretPath, type KubeClient, type ListedObject, type Secret } from '../kube/index.js';
+import { readSecret, Reflector, secretPath, WorkQueue, type KubeClient, type ListedObject, type Secret } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { fingerprintOf, joinPem, splitPem, trustedBundle } from './bundle.js';
@@ -46,21 +46,27 @@ class Conflict extends Error {}
  * webhook configuration has carried it for `caPropagationMs`, the old CA leaves when it
  * expires.
  */
+const TLS_KEY = 'tls';
+
 export class CertificateManager {
   private leading = false;
   private served?: { fingerprint: string; material: ServingMaterial };
   private reflectors: Reflector<Secret & ListedObject>[] = [];
-  private running = false;
-  private again = false;
-  private retryTimer?: NodeJS.Timeout;
+  /** One key: the TLS Secrets, reconciled one run at a time with the one retry policy. */
+  private readonly queue: WorkQueue;
   private checkTimer?: NodeJS.Timeout;
-  private backoffMs = 200;
   private stopped = false;
   /** When this replica first saw each CA (by fingerprint) in every webhook configuration. */
   private readonly carriedSince = new Map<string, number>();
   private waitingLogged?: string;
 
-  constructor(private readonly o: CertificateManagerOptions) {}
+  constructor(private readonly o: CertificateManagerOptions) {
+    this.queue = new WorkQueue(() => this.reconcile(), {
+      onError: (_key, err, retryInMs) => {
+        if (!(err instanceof Conflict)) this.o.logger.warn('TLS reconcile failed; retrying', { error: (err as Error).message, retryInMs });
+      },
+    });
+  }
 
   /** Makes sure servable material exists, creating or replacing what is missing or broken. */
   async init(): Promise<ServingMaterial> {
@@ -108,7 +114,7 @@ export class CertificateManager {
   stop(): void {
     this.stopped = true;
     clearInterval(this.checkTimer);
-    clearTimeout(this.retryTimer);
+    void this.queue.stop();
     for (const r of this.reflectors) r.stop();
   }
 
@@ -125,35 +131,9 @@ export class CertificateManager {
     if (!first) this.o.logger.info('serving certificate reloaded', { secret: `${this.o.namespace}/${TLS_SECRET}`, expires: expiryOf(pair.cert).toISOString() });
   }
 
-  private later(ms: number): void {
-    clearTimeout(this.retryTimer);
-    if (!this.stopped) this.retryTimer = setTimeout(() => this.kick(), ms);
-  }
-
-  /** Runs reconcile, one at a time; a kick during a run triggers one more. */
+  /** Reconciles now, or once more after the run in progress. */
   private kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = true;
-    void (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.reconcile();
-          this.backoffMs = 200;
-        } catch (err) {
-          if (!(err instanceof Conflict)) {
-            this.o.logger.warn('TLS reconcile failed; retrying', { error: (err as Error).message, retryInMs: this.backoffMs });
-          }
-          this.later(this.backoffMs);
-          this.backoffMs = Math.min(this.backoffMs * 2, 30_000);
-        }
-      } while (this.again && !this.stopped);
-      this.running = false;
-    })();
+    if (!this.stopped) void this.queue.add(TLS_KEY);
   }
 
   private async reconcile(): Promise<void> {
@@ -218,7 +198,7 @@ export class CertificateManager {
       const waitMs = await this.trustWait(ca.cert, now.getTime());
       if (waitMs > 0) {
         if (tlsSecret) this.adopt(tlsSecret);
-        this.later(waitMs);
+        this.queue.addAfter(TLS_KEY, waitMs);
         return;
       }
     }

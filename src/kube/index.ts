@@ -5,5 +5,6 @@ export { EventRecorder, type InvolvedObject } from './events.js';
 export { parseJson, isRawNumber, exactNumbersSupported } from './json.js';
 export { collectionPath, objectPath, parseObjectKey } from './resource-paths.js';
 export { coalesce } from './coalesce.js';
-export { KeyedQueue } from './keyed-queue.js';
 export type { AdmissionRequest, AdmissionReview, AdmissionResponse, KubeObject, GroupVersionResource, Operation } from './types.js';
+export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
+export { backoffMs, BACKOFF_BASE_MS, BACKOFF_MAX_MS } from './backoff.js';

@@ -1,3 +1,4 @@
+import { backoffMs } from './backoff.js';
 import { KubeError, type KubeClient } from './client.js';
 
 export interface ListedObject {
@@ -23,14 +24,13 @@ export interface ReflectorOptions {
   fieldSelector?: string;
   /** A watch with no event and no bookmark for this long is presumed stalled. */
   silenceMs?: number;
-  maxBackoffMs?: number;
   /** Objects per list page (default 500). */
   pageSize?: number;
 }
 
 /**
  * List + watch with resume from the last resourceVersion, bookmarks, relist on 410 Gone,
- * and restart with capped backoff when a watch errors or goes silent. This replaces
+ * and restart with the one backoff policy when a watch errors or goes silent. This replaces
  * client-node's informer, which can stop or stall without telling.
  */
 export class Reflector<T extends ListedObject> {
@@ -55,7 +55,7 @@ export class Reflector<T extends ListedObject> {
     return new Promise((resolve, reject) => {
       let first = true;
       const loop = async () => {
-        let backoff = 100;
+        let failures = 0;
         while (!this.stopped) {
           try {
             if (!this.resourceVersion) await this.list();
@@ -64,7 +64,7 @@ export class Reflector<T extends ListedObject> {
               resolve();
             }
             await this.watch();
-            backoff = 100;
+            failures = 0;
           } catch (err) {
             if (this.stopped) return;
             if (first) {
@@ -74,8 +74,7 @@ export class Reflector<T extends ListedObject> {
             }
             if (err instanceof KubeError && err.status === 410) this.resourceVersion = undefined;
             this.handlers.onRestart?.((err as Error).message);
-            await new Promise((r) => setTimeout(r, backoff));
-            backoff = Math.min(backoff * 2, this.options.maxBackoffMs ?? 10_000);
+            await new Promise((r) => setTimeout(r, backoffMs(++failures)));
           }
         }
       };

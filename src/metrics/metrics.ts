@@ -128,6 +128,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly workGivenUp = new Counter({
+    name: 'spec_guard_work_given_up_total',
+    help: 'Keys a work queue gave up on after its retry cap (the next event or resync brings them back), by queue.',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
+
   readonly blindWindows = new Counter({
     name: 'spec_guard_blind_windows_total',
     help: 'Times an admission layer object was found missing or changed by someone else (a blind window began), by kind.',

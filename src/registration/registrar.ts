@@ -1,4 +1,4 @@
-import { isNotFound, Reflector, type KubeClient } from '../kube/index.js';
+import { isNotFound, Reflector, WorkQueue, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { bundleCarries } from '../certs/index.js';
@@ -83,8 +83,8 @@ function owned(desired: Record<string, unknown>): Record<string, unknown> {
  */
 export class WebhookRegistrar {
   private reflectors: Reflector<StoredConfiguration>[] = [];
-  private pending = new Map<ConfigKind, Promise<void>>();
-  private again = new Set<ConfigKind>();
+  /** One key per kind, reconciled one run at a time with the one retry policy. */
+  private readonly queue: WorkQueue;
   private desired: AdmissionObjects;
   private active = false;
   private activation: Promise<void> = Promise.resolve();
@@ -101,6 +101,12 @@ export class WebhookRegistrar {
   ) {
     this.desired = render(caBundle);
     this.kinds = (Object.keys(collections) as ConfigKind[]).filter((kind) => this.desired[kind]);
+    this.queue = new WorkQueue(
+      async (kind) => {
+        if (this.active) await this.reconcile(kind as ConfigKind);
+      },
+      { onError: (kind, err, retryInMs) => this.logger.warn('admission object reconcile failed; retrying', { kind, error: (err as Error).message, retryInMs }) },
+    );
   }
 
   /** Brings one object to the desired state; repairs are logged and counted. */
@@ -130,29 +136,9 @@ export class WebhookRegistrar {
     this.logger.warn('admission object restored: it was changed by someone else (a blind window)', { kind, name: ADMISSION_OBJECT_NAME });
   }
 
-  /** Serializes reconciles per kind; a change that arrives during one triggers another. */
+  /** Reconciles `kind` now, or once more after the run in progress; resolves when a run started after this call succeeds. */
   private schedule(kind: ConfigKind): Promise<void> {
-    const running = this.pending.get(kind);
-    if (running) {
-      this.again.add(kind);
-      return running;
-    }
-    const run = async (): Promise<void> => {
-      for (let attempt = 0; this.active; attempt++) {
-        this.again.delete(kind);
-        try {
-          await this.reconcile(kind);
-        } catch (err) {
-          this.logger.warn('admission object reconcile failed; retrying', { kind, error: (err as Error).message });
-          await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5000)));
-          this.again.add(kind);
-        }
-        if (!this.again.has(kind)) return;
-      }
-    };
-    const promise = run().finally(() => this.pending.delete(kind));
-    this.pending.set(kind, promise);
-    return promise;
+    return this.queue.add(kind);
   }
 
   /** A new trusted CA bundle; when active, resolves once both configurations carry it. */
@@ -161,8 +147,8 @@ export class WebhookRegistrar {
     this.caBundle = caBundle;
     this.desired = this.render(caBundle);
     if (!this.active) return;
-    // A reconcile already running may have rendered the old bundle: run once more after it.
-    await Promise.all(webhookKinds.map((kind) => this.schedule(kind).then(() => this.schedule(kind))));
+    // A run that started after this call renders the new bundle.
+    await Promise.all(webhookKinds.map((kind) => this.schedule(kind)));
   }
 
   /** Starts (leader) or stops reconciling; resolves when an activation has applied the configurations once. */
@@ -199,5 +185,6 @@ export class WebhookRegistrar {
 
   stop(): void {
     void this.setActive(false);
+    void this.queue.stop();
   }
 }

@@ -1,4 +1,4 @@
-import { collectionPath, EventRecorder, KeyedQueue, KubeError, objectPath, parseObjectKey, Reflector, type KubeClient, type KubeObject } from '../kube/index.js';
+import { collectionPath, EventRecorder, KubeError, WorkQueue, objectPath, parseObjectKey, Reflector, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
@@ -83,13 +83,13 @@ export function watchScopes(policy: Policy): WatchScope[] {
 }
 
 const FIELD_MANAGER = SPEC_GUARD;
-const MAX_BACKOFF_MS = 10_000;
+/** Failed attempts at one version before it is given up (counted); the next event or resync brings it back. */
+const MAX_RETRIES = 10;
 /** Store writes wait at least this long, and at least twice as long as the last write took. */
 const STORE_FLUSH_MS = 100;
 
 const isRetryableConflict = (err: unknown) => err instanceof KubeError && (err.status === 409 || err.status === 422);
 const isGone = (err: unknown) => err instanceof KubeError && err.status === 404;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 
 
@@ -101,7 +101,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export class Watcher {
   private readonly resources: WatchedResource[] = [];
-  private readonly queue: KeyedQueue;
+  /** The newest state of each key waiting to be handled (newest wins); bounded by the objects. */
+  private readonly latest = new Map<string, Pending>();
+  private readonly queue: WorkQueue;
   private dirty = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   private lastFlushMs = 0;
@@ -115,7 +117,13 @@ export class Watcher {
   private readonly throttle = new RevertThrottle();
 
   constructor(private readonly d: WatcherDeps) {
-    this.queue = new KeyedQueue((key, err) => d.logger.error('watch handler failed', { key, error: (err as Error).stack }));
+    this.queue = new WorkQueue((key) => this.process(key), {
+      maxRetries: MAX_RETRIES,
+      onError: (key, err, retryInMs) => {
+        if (retryInMs === undefined) d.metrics.workGivenUp.inc({ queue: 'watcher' });
+        d.logger.warn(retryInMs === undefined ? 'giving up on this version; the next event or resync brings it back' : 'handling failed; retrying', { key, retryInMs, error: (err as Error).message });
+      },
+    });
   }
 
   /** Loads the store (unless given its snapshot), then lists every guarded resource; resolves once all are listed. */
@@ -187,6 +195,7 @@ export class Watcher {
     this.stopped = true;
     clearInterval(this.sweepTimer);
     for (const r of this.resources) r.reflector.stop();
+    await this.queue.stop();
     clearTimeout(this.flushTimer);
     await this.flushing;
     await this.flush();
@@ -254,7 +263,40 @@ export class Watcher {
     if (!rule) return;
     const key = this.keyOf(group, resource, object);
     const ref: Ref = { group, resource, version, key, rule, listedAt };
-    this.queue.push(key, () => (type === 'DELETED' ? this.handleDeleted(ref, object.metadata?.uid) : this.handle(ref, object, seenAt, 0)));
+    this.latest.set(key, { ref, type, object, seenAt, attempt: 0 });
+    void this.queue.add(key);
+  }
+
+  /** Handles the newest state of `key`; a failure puts it back (unless a newer one came) for the queue to retry. */
+  private async process(key: string): Promise<void> {
+    let work = this.latest.get(key);
+    if (!work) return;
+    this.latest.delete(key);
+    try {
+      if (work.stale) {
+        // Decided on a version that changed meanwhile (a conflict, a backoff): read it again.
+        const { namespace, name } = parseObjectKey(key);
+        try {
+          work = { ...work, stale: false, object: await this.d.kube.request<KubeObject>('GET', objectPath(work.ref.group, work.ref.version, work.ref.resource, namespace, name)) };
+        } catch (err) {
+          if (isGone(err)) return;
+          throw err;
+        }
+      }
+      if (work.type === 'DELETED') await this.handleDeleted(work.ref, work.object.metadata?.uid);
+      else await this.handle(work.ref, work.object, work.seenAt, work.attempt);
+    } catch (err) {
+      if (!this.latest.has(key)) this.latest.set(key, { ...work, attempt: work.attempt + 1 });
+      throw err;
+    }
+  }
+
+  /** Decides `key` again on a fresh read: now, or after `afterMs` (a backoff between reverts). */
+  private requeue(ref: Ref, seenAt: number, attempt: number, afterMs?: number): void {
+    if (this.stopped) return;
+    if (!this.latest.has(ref.key)) this.latest.set(ref.key, { ref, type: 'MODIFIED', object: {}, seenAt, attempt, stale: true });
+    if (afterMs) this.queue.addAfter(ref.key, afterMs);
+    else void this.queue.add(ref.key);
   }
 
   private markDirty(key: string): void {
@@ -305,19 +347,6 @@ export class Watcher {
       query: { fieldManager: FIELD_MANAGER },
       timeoutMs: 10_000,
     });
-  }
-
-  /** Re-reads the object and decides again: a concurrent write (trusted or not) is never clobbered. */
-  private async reread(ref: Ref, seenAt: number, attempt: number): Promise<void> {
-    let fresh: KubeObject;
-    try {
-      const meta = parseObjectKey(ref.key);
-      fresh = await this.d.kube.request<KubeObject>('GET', objectPath(ref.group, ref.version, ref.resource, meta.namespace, meta.name));
-    } catch (err) {
-      if (isGone(err)) return;
-      throw err;
-    }
-    await this.handle(ref, fresh, seenAt, attempt);
   }
 
   private setDrifted(ref: Ref, drifted: boolean): void {
@@ -428,8 +457,7 @@ export class Watcher {
     const { waitMs, fightStarted } = this.throttle.decide(key, Date.now());
     if (waitMs > 0) {
       // Fighting another writer: revert the version there is once the backoff is over.
-      await sleep(waitMs);
-      if (!this.stopped) await this.reread(ref, seenAt, attempt);
+      this.requeue(ref, seenAt, attempt, waitMs);
       return;
     }
     if (fightStarted) {
@@ -447,8 +475,9 @@ export class Watcher {
   }
 
   /**
-   * Patches with a resourceVersion test. On a conflict, re-reads and decides again; on
-   * other errors, retries with capped exponential backoff. True when this patch landed.
+   * Patches with a resourceVersion test. On a conflict the object is read and decided again
+   * (a concurrent write, trusted or not, is never clobbered); other errors go to the queue,
+   * which retries with backoff. True when this patch landed.
    */
   private async tryPatch(ref: Ref, object: KubeObject, ops: PatchOp[], seenAt: number, attempt: number, what: string): Promise<boolean> {
     if (ops.length === 0) return false;
@@ -457,14 +486,12 @@ export class Watcher {
       return true;
     } catch (err) {
       if (isGone(err)) return false;
-      if (!isRetryableConflict(err)) {
-        if (what === 'revert') this.d.metrics.reverts.inc({ resource: `${ref.resource}.${ref.group}`, result: 'error' });
-        this.d.logger.warn(`${what} failed; retrying`, { key: ref.key, attempt, error: (err as Error).message });
-        await sleep(Math.min(100 * 2 ** attempt, MAX_BACKOFF_MS));
+      if (isRetryableConflict(err)) {
+        this.requeue(ref, seenAt, attempt + 1);
+        return false;
       }
-      if (this.stopped) return false;
-      await this.reread(ref, seenAt, attempt + 1);
-      return false;
+      if (what === 'revert') this.d.metrics.reverts.inc({ resource: `${ref.resource}.${ref.group}`, result: 'error' });
+      throw new Error(`${what} failed: ${(err as Error).message}`);
     }
   }
 
@@ -513,10 +540,10 @@ export class Watcher {
       this.reportUnattributed(ref, ghost, [], action);
       if (action === 'keep-deleted') return forget('unattributed (a blind window): kept deleted');
     }
-    await this.recreate(ref, entry, 0);
+    await this.recreate(ref, entry);
   }
 
-  private async recreate(ref: Ref, entry: CanonicalEntry, attempt: number): Promise<void> {
+  private async recreate(ref: Ref, entry: CanonicalEntry): Promise<void> {
     const { namespace, name } = parseObjectKey(ref.key);
     const body: Record<string, unknown> = {
       apiVersion: entry.apiVersion,
@@ -536,11 +563,21 @@ export class Watcher {
     } catch (err) {
       if (err instanceof KubeError && err.status === 409) return; // already back
       this.d.metrics.recreates.inc({ resource: `${ref.resource}.${ref.group}`, result: 'error' });
-      this.d.logger.warn('recreate failed; retrying', { key: ref.key, attempt, error: (err as Error).message });
-      await sleep(Math.min(100 * 2 ** attempt, MAX_BACKOFF_MS));
-      if (!this.stopped && this.d.isLeader()) await this.recreate(ref, entry, attempt + 1);
+      throw new Error(`recreate failed: ${(err as Error).message}`);
     }
   }
+}
+
+/** One version of one object, waiting to be handled. */
+interface Pending {
+  ref: Ref;
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  object: KubeObject;
+  seenAt: number;
+  /** Handled before without success this many times. */
+  attempt: number;
+  /** Read the object again first: it changed since this was decided. */
+  stale?: boolean;
 }
 
 interface Ref {

@@ -1,0 +1,93 @@
+import { describe, expect, it } from '@jest/globals';
+import { backoffMs, WorkQueue } from '../../src/kube/index.js';
+
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+describe('the work queue', () => {
+  it('runs one at a time per key; adds during a run make exactly one more run, which sees the newest state', async () => {
+    const state = new Map<string, number>();
+    const seen: number[] = [];
+    let concurrent = 0;
+    let most = 0;
+    const queue = new WorkQueue(async (key) => {
+      concurrent++;
+      most = Math.max(most, concurrent);
+      seen.push(state.get(key)!);
+      await tick(20);
+      concurrent--;
+    });
+    state.set('a', 1);
+    const first = queue.add('a');
+    await tick(5);
+    for (let v = 2; v <= 5; v++) {
+      state.set('a', v);
+      void queue.add('a');
+    }
+    await first;
+    await queue.add('a');
+    expect(most).toBe(1);
+    expect(seen).toEqual([1, 5, 5]);
+  });
+
+  it('bounds the runs across keys', async () => {
+    let concurrent = 0;
+    let most = 0;
+    const queue = new WorkQueue(async () => {
+      most = Math.max(most, ++concurrent);
+      await tick(5);
+      concurrent--;
+    }, { concurrency: 3 });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => queue.add(`k${i}`)));
+    expect(most).toBe(3);
+  });
+
+  it('retries a failing key with the backoff policy, then succeeds; add() resolves with the success', async () => {
+    let calls = 0;
+    const errors: Array<number | undefined> = [];
+    const queue = new WorkQueue(async () => {
+      if (++calls < 3) throw new Error(`fail ${calls}`);
+    }, { onError: (_k, _e, retryIn) => errors.push(retryIn) });
+    const started = Date.now();
+    await queue.add('x');
+    expect(calls).toBe(3);
+    expect(errors).toHaveLength(2);
+    expect(errors[0]!).toBeGreaterThanOrEqual(160);
+    expect(errors[1]!).toBeGreaterThanOrEqual(320);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+  });
+
+  it('gives a key up after maxRetries, reporting it; adding it again starts over', async () => {
+    let calls = 0;
+    const reports: Array<number | undefined> = [];
+    const queue = new WorkQueue(async () => {
+      calls++;
+      throw new Error('always');
+    }, { maxRetries: 1, onError: (_k, _e, retryIn) => reports.push(retryIn) });
+    await expect(queue.add('y')).rejects.toThrow('always');
+    expect(calls).toBe(2);
+    expect(reports.at(-1)).toBeUndefined();
+    await expect(queue.add('y')).rejects.toThrow('always');
+    expect(calls).toBe(4);
+  });
+
+  it('stop() runs nothing more and waits for the running', async () => {
+    let finished = 0;
+    const queue = new WorkQueue(async () => {
+      await tick(30);
+      finished++;
+    });
+    void queue.add('a');
+    queue.addAfter('b', 10);
+    await tick(5);
+    await queue.stop();
+    expect(finished).toBe(1);
+    await tick(30);
+    expect(finished).toBe(1);
+  });
+
+  it('backoff doubles from 200 ms to a 30 s cap, with jitter of ±20 %', () => {
+    expect([1, 2, 3, 10, 20].map((n) => backoffMs(n, () => 0.5))).toEqual([200, 400, 800, 30_000, 30_000]);
+    expect(backoffMs(1, () => 0)).toBe(160);
+    expect(backoffMs(1, () => 1)).toBe(240);
+  });
+});
