@@ -226,8 +226,20 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
         registrar?.setActive(leading).catch((err: Error) => logger.error('webhook registration failed', { error: err.message }));
       },
     );
-    const verifyLayers = continuity.verify;
-    watcher = new Watcher({ kube, policy, cache, store, stamper, metrics, logger, events, isLeader: () => elector!.isLeader, verifyLayers });
+    const monitor = continuity;
+    watcher = new Watcher({
+      kube,
+      policy,
+      cache,
+      store,
+      stamper,
+      metrics,
+      logger,
+      events,
+      isLeader: () => elector!.isLeader,
+      verifyLayers: monitor.verify,
+      layersIfGuardBroken: () => (monitor.guardKnownBroken() ? monitor.lastVerified() : undefined),
+    });
     // One election round first, so that a replica that leads from the start acts on its
     // first list. The stored canonical values are loaded before that list, so drift made
     // while spec-guard was down is reverted at start; a replica that becomes leader later

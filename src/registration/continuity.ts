@@ -95,13 +95,15 @@ export class ContinuityMonitor {
   private readonly broken = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   readonly verify: () => Promise<Layers>;
+  /** The result of the last verification that completed, if any. */
+  private last: Layers | undefined;
 
   constructor(
     private readonly o: ContinuityOptions,
     stored: ContinuityRecord | undefined,
   ) {
     this.record = { ...stored };
-    this.verify = coalesce(() => this.check());
+    this.verify = coalesce(async () => (this.last = await this.check()));
   }
 
   /** Starts from the stored record and keeps the layers' state current (metrics, and periods established early). */
@@ -114,6 +116,20 @@ export class ContinuityMonitor {
 
   stop(): void {
     clearInterval(this.timer);
+  }
+
+  /**
+   * Whether the guard layer is known to be out of force, from the last verification: then no
+   * fresh one can attribute a change to a trusted writer (a period that begins later starts
+   * after every revision known canonical so far), and a revert need not wait for one.
+   */
+  guardKnownBroken(): boolean {
+    return this.last !== undefined && !this.last.guard.intact;
+  }
+
+  /** The layers as last verified (for labelling, not for trust). */
+  lastVerified(): Layers | undefined {
+    return this.last;
   }
 
   /** A new leader stores what it has verified. */

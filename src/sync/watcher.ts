@@ -45,6 +45,11 @@ export interface WatcherDeps {
    * (no cluster, tests): nothing vouches for unstamped changes.
    */
   verifyLayers?: () => Promise<Layers>;
+  /**
+   * The layers as last verified, when the guard layer was out of force then: a change can then
+   * be reverted without waiting for a fresh verification (it cannot be trusted); undefined otherwise.
+   */
+  layersIfGuardBroken?: () => Layers | undefined;
   /** A watch silent this long is restarted (default 60 s). */
   silenceMs?: number;
 }
@@ -364,7 +369,10 @@ export class Watcher {
     if (obs.kind === 'changed') {
       // Only the leader attributes (it alone acts on the answer); a follower waits for the stamp.
       if (!leader) return;
-      const layers = (await this.d.verifyLayers?.()) ?? UNKNOWN_LAYERS;
+      // With the guard layer known to be out of force nothing can vouch for the change: where the
+      // rule reverts what no layer vouches for, revert at once (the common case behind admission).
+      const broken = rule.config.blindWindow.changes === 'revert' && obs.previous ? this.d.layersIfGuardBroken?.() : undefined;
+      const layers = broken ?? (await this.d.verifyLayers?.()) ?? UNKNOWN_LAYERS;
       const plan = resolve(obs, object, rule, key, layers, this.d.stamper, Date.now());
       if (plan.attribution === 'unattributed') this.reportUnattributed(ref, object, obs.changed, plan.action);
       if (plan.action === 'leave') {
