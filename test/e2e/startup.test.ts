@@ -3,9 +3,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { repoRoot, runCli } from '../helpers/cli.js';
-import { fixture, freePort, inCluster, kubectl, state, unregister } from './harness.js';
+import { AGENT, agentApply, ALICE, fixture, freePort, inCluster, kubectl, kubectlOk, layerIntact, policyInForce, POLICY_DENIED, startSpecGuard, state, unregister, waitFor } from './harness.js';
 
 // Issue #14, item 1: a start that cannot work registers nothing (a fail-closed webhook left
 // behind by a process that then fails would freeze every guarded kind), says exactly what is
@@ -119,5 +119,43 @@ describeLocal('the local control plane script', () => {
       taken.close();
       spawnSync('bash', [join(repoRoot, 'scripts/control-plane.sh'), 'down'], { env: { ...process.env, CP_NAME: 'port-taken' } });
     }
+  });
+});
+
+describeLocal('when no replica can serve (README, Operating)', () => {
+  const NS = 'argocd';
+  afterAll(() => {
+    unregister();
+    kubectl([], ['delete', 'application', '-n', NS, 'no-replica', '--ignore-not-found', '--wait=false']);
+  });
+
+  it('the agent’s delete waits; one command lets it through while alice stays refused; back up, the delete is final', async () => {
+    unregister();
+    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+    const file = join(dir, 'no-replica.yaml');
+    writeFileSync(file, `resources:\n  - group: argoproj.io\n    resource: applications\n    namespaces: [${NS}]\n    normalizer: argocd-application\nstore:\n  type: file\n  path: ${join(dir, 'no-replica-state.json')}\n`);
+    let sg = await startSpecGuard(file, ['--lease-duration', '3']);
+    await policyInForce();
+    await layerIntact(sg, 'guard');
+    agentApply('no-replica', NS);
+    await new Promise((r) => setTimeout(r, 500)); // the watch brings the stamped object to the cache
+    await sg.stop(); // a graceful stop stores what it learned
+    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+    // Every replica down: the agent's delete fails (its tombstone cannot be recorded).
+    const refused = kubectl(AGENT, ['delete', 'application', '-n', NS, 'no-replica', '--wait=false']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('tombstone.spec-guard.io');
+    // The documented command.
+    kubectlOk([], ['delete', 'validatingwebhookconfiguration', 'spec-guard']);
+    expect(kubectl(ALICE, ['patch', 'application', '-n', NS, 'no-replica', '--type=merge', '-p', '{"spec":{"source":{"targetRevision":"evil"}}}']).stderr).toContain(POLICY_DENIED);
+    kubectlOk(AGENT, ['delete', 'application', '-n', NS, 'no-replica']);
+    // spec-guard back: the delete is attributed by the policy's continuity and stays.
+    sg = await startSpecGuard(file, ['--lease-duration', '3']);
+    await sg.waitForLog(/became the leader/);
+    await waitFor('the configuration registered again', () => kubectl([], ['get', 'validatingwebhookconfiguration', 'spec-guard']).code === 0, 10_000);
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(kubectl([], ['get', 'application', '-n', NS, 'no-replica']).code).not.toBe(0);
+    expect(sg.logs()).toMatch(/guarded object deleted.*no-replica.*the guard layer held/);
+    await sg.stop();
   });
 });
