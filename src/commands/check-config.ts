@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import { loadConfig } from '../config/index.js';
+import { configJsonSchema, loadConfig } from '../config/index.js';
 import { Policy } from '../guard/index.js';
 import { KubeClient } from '../kube/index.js';
 import { preflight, PreflightError } from '../preflight.js';
@@ -7,6 +7,7 @@ import { parseFlags, UsageError } from './args.js';
 import { DEFAULT_NAMESPACE } from '../names.js';
 
 export const checkConfigHelp = `Usage: spec-guard check-config --config FILE [--kubeconfig F [--namespace NS] [--no-register]]
+       spec-guard check-config --schema
 
 Validates the configuration and prints the effective policy, defaults filled in.
 Exit code 0 when valid, 2 with one line per problem when not.
@@ -14,12 +15,18 @@ Exit code 0 when valid, 2 with one line per problem when not.
 With --kubeconfig, also runs the checks \`serve\` runs before it registers anything, as the
 kubeconfig's user: every configured resource exists at its version, every verb spec-guard
 needs is allowed (--no-register: the GitOps install, which registers nothing), the store is
-writable. Exit code 1 with one line per missing thing.`;
+writable. Exit code 1 with one line per missing thing.
+
+--schema prints the configuration's JSON Schema (committed as config.schema.json).`;
 
 export async function checkConfig(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, { config: { type: 'string' }, kubeconfig: { type: 'string' }, namespace: { type: 'string' }, 'no-register': { type: 'boolean' } });
+  const flags = parseFlags(argv, { config: { type: 'string' }, kubeconfig: { type: 'string' }, namespace: { type: 'string' }, 'no-register': { type: 'boolean' }, schema: { type: 'boolean' } });
   if (flags.help) {
     console.log(checkConfigHelp);
+    return 0;
+  }
+  if (flags.schema) {
+    process.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}\n`);
     return 0;
   }
   if (!flags.config) throw new UsageError('--config FILE is required');

@@ -115,3 +115,15 @@ describe('configuration', () => {
     expect(() => parseConfig('resources:\n  - group: argoproj.io\n    resource: applications\n    namespaces: [argocd]\n  - group: argoproj.io\n    resource: applications\n', 'c.yaml')).not.toThrow();
   });
 });
+
+describe('the configuration JSON Schema', () => {
+  it('config.schema.json is what the zod schema generates (npm run schema), and the examples point at it', async () => {
+    const { readFileSync, readdirSync } = await import('node:fs');
+    const { configJsonSchema } = await import('../../src/config/index.js');
+    const root = new URL('../../', import.meta.url);
+    expect(JSON.parse(readFileSync(new URL('config.schema.json', root), 'utf8'))).toEqual(configJsonSchema());
+    for (const file of readdirSync(new URL('examples/', root)).filter((f) => f.endsWith('.yaml'))) {
+      expect(readFileSync(new URL(`examples/${file}`, root), 'utf8')).toMatch(/^# yaml-language-server: \$schema=\.\.\/config\.schema\.json\n/);
+    }
+  });
+});
