@@ -17,6 +17,10 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src
+LABEL org.opencontainers.image.title="spec-guard" \
+      org.opencontainers.image.description="Kubernetes admission guard: keeps synced objects' spec equal to their source of truth" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="https://github.com/spec-guard/spec-guard"
 USER 65532:65532
 EXPOSE 8443 8080
 ENTRYPOINT ["/nodejs/bin/node", "dist/src/cli.js"]
