@@ -133,7 +133,7 @@ export class CertificateManager {
 
   /** Reconciles now, or once more after the run in progress. */
   private kick(): void {
-    if (!this.stopped) void this.queue.add(TLS_KEY);
+    if (!this.stopped) this.queue.add(TLS_KEY);
   }
 
   private async reconcile(): Promise<void> {

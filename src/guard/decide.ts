@@ -85,12 +85,14 @@ function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key:
   const hash = rule.view.of(stored).hash;
   // A write that keeps the old object's stamp and view (metadata, status) keeps its stamp.
   const old = req.operation === 'UPDATE' ? req.oldObject : undefined;
-  if (!kept && old && stampOf(object) === stampOf(old) && ctx.stamper.verify(stampOf(object), key) === hash && freshlyStamped(rule, key, old, ctx)) {
+  const oldClaim = old ? ctx.stamper.read(stampOf(old), key) : undefined;
+  const entry = ctx.canonical.get(stampKey);
+  const tombstone = ctx.canonical.tombstone(stampKey);
+  if (!kept && old && oldClaim && stampOf(object) === stampOf(old) && oldClaim.hash === hash && isFresh(oldClaim, old, entry, tombstone)) {
     return { kind: 'allow', reason: 'trusted' };
   }
   // Newer than every stamp and delete seen: a later replay of an older stamp is then stale.
-  const tombstone = ctx.canonical.tombstone(stampKey);
-  const seq = nextSeq(ctx.now, ctx.stamper.read(stampOf(old), key)?.seq, ctx.canonical.get(stampKey)?.seq, tombstone ? Date.parse(tombstone.at) : undefined);
+  const seq = nextSeq(ctx.now, oldClaim?.seq, entry?.seq, tombstone ? Date.parse(tombstone.at) : undefined);
   const stamp = ctx.stamper.stamp(hash, stampKey, seq);
   const nameOps: PatchOp[] = generated ? [{ op: 'add', path: '/metadata/name', value: generated }] : [];
   return { kind: 'allow', reason: 'trusted', patch: [...nameOps, ...(kept?.ops ?? []), ...stampPatch(object, stamp)] };

@@ -36,14 +36,18 @@ export class WorkQueue {
     private readonly o: WorkQueueOptions = {},
   ) {}
 
-  /** Handles `key` as soon as a slot is free; resolves when a run that started after this call succeeds. */
-  add(key: string): Promise<void> {
+  /** Handles `key` as soon as a slot is free (or once more after the run in progress). */
+  add(key: string): void {
+    this.enqueue(key);
+  }
+
+  /** As add(), and resolves when a run that started after this call succeeds (rejects when the key is given up). */
+  addAndWait(key: string): Promise<void> {
     const done = new Promise<void>((resolve, reject) => {
       const list = this.waiters.get(key) ?? [];
       list.push({ resolve, reject });
       this.waiters.set(key, list);
     });
-    done.catch(() => undefined); // callers that do not wait must not see an unhandled rejection
     this.enqueue(key);
     return done;
   }

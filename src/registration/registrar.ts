@@ -138,7 +138,7 @@ export class WebhookRegistrar {
 
   /** Reconciles `kind` now, or once more after the run in progress; resolves when a run started after this call succeeds. */
   private schedule(kind: ConfigKind): Promise<void> {
-    return this.queue.add(kind);
+    return this.queue.addAndWait(kind);
   }
 
   /** A new trusted CA bundle; when active, resolves once both configurations carry it. */

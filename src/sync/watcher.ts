@@ -269,7 +269,7 @@ export class Watcher {
     const key = this.keyOf(group, resource, object);
     const ref: Ref = { group, resource, version, key, rule, listedAt };
     this.latest.set(key, { ref, type, object, seenAt, attempt: 0 });
-    void this.queue.add(key);
+    this.queue.add(key);
   }
 
   /** Handles the newest state of `key`; a failure puts it back (unless a newer one came) for the queue to retry. */
@@ -301,7 +301,7 @@ export class Watcher {
     if (this.stopped) return;
     if (!this.latest.has(ref.key)) this.latest.set(ref.key, { ref, type: 'MODIFIED', object: {}, seenAt, attempt, stale: true });
     if (afterMs) this.queue.addAfter(ref.key, afterMs);
-    else void this.queue.add(ref.key);
+    else this.queue.add(ref.key);
   }
 
   private markDirty(key: string): void {

@@ -17,14 +17,14 @@ describe('the work queue', () => {
       concurrent--;
     });
     state.set('a', 1);
-    const first = queue.add('a');
+    const first = queue.addAndWait('a');
     await tick(5);
     for (let v = 2; v <= 5; v++) {
       state.set('a', v);
-      void queue.add('a');
+      queue.add('a');
     }
     await first;
-    await queue.add('a');
+    await queue.addAndWait('a');
     expect(most).toBe(1);
     expect(seen).toEqual([1, 5, 5]);
   });
@@ -37,18 +37,18 @@ describe('the work queue', () => {
       await tick(5);
       concurrent--;
     }, { concurrency: 3 });
-    await Promise.all(Array.from({ length: 20 }, (_, i) => queue.add(`k${i}`)));
+    await Promise.all(Array.from({ length: 20 }, (_, i) => queue.addAndWait(`k${i}`)));
     expect(most).toBe(3);
   });
 
-  it('retries a failing key with the backoff policy, then succeeds; add() resolves with the success', async () => {
+  it('retries a failing key with the backoff policy, then succeeds; addAndWait() resolves with the success', async () => {
     let calls = 0;
     const errors: Array<number | undefined> = [];
     const queue = new WorkQueue(async () => {
       if (++calls < 3) throw new Error(`fail ${calls}`);
     }, { onError: (_k, _e, retryIn) => errors.push(retryIn) });
     const started = Date.now();
-    await queue.add('x');
+    await queue.addAndWait('x');
     expect(calls).toBe(3);
     expect(errors).toHaveLength(2);
     expect(errors[0]!).toBeGreaterThanOrEqual(160);
@@ -63,10 +63,10 @@ describe('the work queue', () => {
       calls++;
       throw new Error('always');
     }, { maxRetries: 1, onError: (_k, _e, retryIn) => reports.push(retryIn) });
-    await expect(queue.add('y')).rejects.toThrow('always');
+    await expect(queue.addAndWait('y')).rejects.toThrow('always');
     expect(calls).toBe(2);
     expect(reports.at(-1)).toBeUndefined();
-    await expect(queue.add('y')).rejects.toThrow('always');
+    await expect(queue.addAndWait('y')).rejects.toThrow('always');
     expect(calls).toBe(4);
   });
 
@@ -76,7 +76,7 @@ describe('the work queue', () => {
       await tick(30);
       finished++;
     });
-    void queue.add('a');
+    void queue.addAndWait('a');
     queue.addAfter('b', 10);
     await tick(5);
     await queue.stop();
