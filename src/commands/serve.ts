@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config/index.js';
-import { parseFlags, parsePort, UsageError } from './args.js';
+import { parseFlags } from './args.js';
+import { parseServeFlags } from './serve-flags.js';
 import { startRuntime, type RuntimeOptions } from '../runtime.js';
-import { DEFAULT_NAMESPACE, SPEC_GUARD } from '../names.js';
 
 export const serveHelp = `Usage: spec-guard serve --config FILE [flags]
 
@@ -72,49 +72,28 @@ export async function serve(argv: string[]): Promise<number> {
     console.log(serveHelp);
     return 0;
   }
-  if (!flags.config) throw new UsageError('--config FILE is required');
-  if (Boolean(flags['tls-cert-file']) !== Boolean(flags['tls-key-file'])) {
-    throw new UsageError('--tls-cert-file and --tls-key-file go together');
-  }
-  if (flags['tls-ca-file'] && !flags['tls-cert-file']) throw new UsageError('--tls-ca-file goes with --tls-cert-file and --tls-key-file');
-  const caPropagation = Number(flags['ca-propagation-seconds'] ?? 20);
-  if (!Number.isFinite(caPropagation) || caPropagation < 0) throw new UsageError('--ca-propagation-seconds: expected a number of seconds, 0 or more');
-  const logLevel = flags['log-level'];
-  if (logLevel !== undefined && !['debug', 'info', 'warn', 'error'].includes(logLevel)) {
-    throw new UsageError(`--log-level: expected debug, info, warn or error, got "${logLevel}"`);
-  }
-  if (flags['webhook-url']) {
-    let url: URL;
-    try {
-      url = new URL(flags['webhook-url']);
-    } catch {
-      throw new UsageError(`--webhook-url: not a URL: "${flags['webhook-url']}"`);
-    }
-    if (url.protocol !== 'https:') throw new UsageError('--webhook-url must be an https:// URL (the apiserver calls webhooks over TLS)');
-  }
-  const leaseDuration = Number(flags['lease-duration'] ?? 15);
-  if (!Number.isInteger(leaseDuration) || leaseDuration < 3) throw new UsageError('--lease-duration: expected whole seconds, at least 3');
-  const config = loadConfig(flags.config);
+  const f = parseServeFlags(flags, podNamespace);
+  const config = loadConfig(f.config);
   const options: RuntimeOptions = {
     config,
-    configFile: flags.config,
-    port: parsePort(flags.port, '--port', 8443),
-    bindAddress: flags['bind-address'] ?? '0.0.0.0',
-    metricsPort: parsePort(flags['metrics-port'], '--metrics-port', 8080),
-    tlsFiles: flags['tls-cert-file'] ? { cert: flags['tls-cert-file'], key: flags['tls-key-file']!, ca: flags['tls-ca-file'] } : undefined,
-    caPropagationMs: caPropagation * 1000,
-    tlsSans: flags['tls-san'] ?? [],
-    clientCaFile: flags['client-ca-file'],
-    stampKeyFile: flags['stamp-key-file'],
-    standalone: flags.standalone ?? false,
-    kubeconfig: flags.kubeconfig,
-    namespace: flags.namespace ?? podNamespace() ?? DEFAULT_NAMESPACE,
-    serviceName: flags['service-name'] ?? SPEC_GUARD,
-    webhookUrl: flags['webhook-url'],
-    register: !flags['no-register'],
-    logLevel: (logLevel as RuntimeOptions['logLevel']) ?? config.logLevel,
-    leaseDurationSeconds: leaseDuration,
-    identity: flags.identity ?? process.env.POD_NAME,
+    configFile: f.config,
+    port: f.port,
+    bindAddress: f['bind-address'],
+    metricsPort: f['metrics-port'],
+    tlsFiles: f['tls-cert-file'] ? { cert: f['tls-cert-file'], key: f['tls-key-file']!, ca: f['tls-ca-file'] } : undefined,
+    caPropagationMs: f['ca-propagation-seconds'] * 1000,
+    tlsSans: f['tls-san'],
+    clientCaFile: f['client-ca-file'],
+    stampKeyFile: f['stamp-key-file'],
+    standalone: f.standalone,
+    kubeconfig: f.kubeconfig,
+    namespace: f.namespace,
+    serviceName: f['service-name'],
+    webhookUrl: f['webhook-url'],
+    register: !f['no-register'],
+    logLevel: f['log-level'] ?? config.logLevel,
+    leaseDurationSeconds: f['lease-duration'],
+    identity: f.identity ?? process.env.POD_NAME,
   };
   const runtime = await startRuntime(options);
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

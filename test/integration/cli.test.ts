@@ -49,6 +49,21 @@ describe('spec-guard CLI', () => {
     expect(stderr).toContain('Usage: spec-guard serve');
   });
 
+  it('bad flag values exit 2, one line per flag, checked by one schema before anything starts', () => {
+    const { code, stderr } = runCli(['serve', '--config', goodConfig, '--port', '70000', '--log-level', 'loud', '--webhook-url', 'http://example.com', '--lease-duration', '2']);
+    expect(code).toBe(2);
+    for (const line of [
+      '--port: expected a port number 0-65535',
+      '--log-level: expected debug, info, warn or error',
+      '--webhook-url: must be an https:// URL (the apiserver calls webhooks over TLS)',
+      '--lease-duration: expected whole seconds, at least 3',
+    ]) {
+      expect(stderr).toContain(line);
+    }
+    expect(runCli(['serve', '--config', goodConfig, '--tls-cert-file', 'c.pem']).stderr).toContain('--tls-cert-file: goes with --tls-key-file');
+    expect(runCli(['serve']).stderr).toContain('--config: is required');
+  });
+
   it('without --standalone and without a reachable cluster, serve fails fast and says why', () => {
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(
