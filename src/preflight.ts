@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import type { Config } from './config/index.js';
 import type { Policy } from './guard/index.js';
 import { isNotFound, KubeError, type KubeClient } from './kube/index.js';
-import { ADMISSION_OBJECT_NAME } from './registration/index.js';
+import { ADMISSION_OBJECT_NAME, admissionResource, type AdmissionKind } from './registration/index.js';
 import { watchScopes } from './sync/index.js';
 
 /** One thing spec-guard would need and does not have. */
@@ -72,7 +72,8 @@ function accessNeeded(policy: Policy, namespace: string, register: boolean): Acc
     needed.push({ verb, group: '', resource: 'secrets', namespace, why: 'the stamp key, certificates and the store' });
     needed.push({ verb, group: 'coordination.k8s.io', resource: 'leases', namespace, why: 'leader election' });
   }
-  const admission = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations', ...(policy.config.admissionPolicy ? ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'] : [])];
+  const kinds: AdmissionKind[] = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', ...(policy.config.admissionPolicy ? (['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'] as const) : [])];
+  const admission = kinds.map(admissionResource);
   for (const resource of admission) {
     for (const verb of register ? ['get', 'list', 'watch', 'create', 'update'] : ['get']) {
       // Reads and updates name spec-guard's own object (RBAC may grant no more than that).

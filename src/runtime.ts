@@ -10,7 +10,7 @@ import { createMetricsServer, Metrics } from './metrics/index.js';
 import { CanonicalCache, createStore, LeaderElector, stamperFromFile, stamperFromSecret, Watcher } from './sync/index.js';
 import { objectKey, Policy, Stamper } from './guard/index.js';
 import { createWebhookServer } from './webhook/index.js';
-import { configurationsCarry, ContinuityMonitor, currentRevision, layerKinds, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
+import { configurationsCarry, ContinuityMonitor, currentRevision, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
 import { SPEC_GUARD } from './names.js';
 
 
@@ -198,13 +198,11 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   if (kube) {
     const events = new EventRecorder(kube, o.identity ?? SPEC_GUARD, (err) => logger.warn('event not recorded', { error: err.message }));
     const snapshot = await store.load();
-    const excludedNamespaces = ['kube-system', o.namespace];
     continuity = new ContinuityMonitor(
       {
         kube,
-        // What the layers must contain; where the webhooks point does not matter (GitOps installs differ).
-        desired: renderAdmissionObjects(policy, { endpoint: { url: 'https://spec-guard.invalid' }, caBundle: '', excludedNamespaces }),
-        layers: layerKinds(policy),
+        policy,
+        namespace: o.namespace,
         serving: () => servingSince,
         save: (record) => store.saveContinuity(record),
         isLeader: () => elector?.isLeader ?? false,

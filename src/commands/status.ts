@@ -5,7 +5,7 @@ import { objectKey, observe, Policy } from '../guard/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createLogger } from '../log/index.js';
 import { Metrics } from '../metrics/index.js';
-import { ContinuityMonitor, layerKinds, renderAdmissionObjects } from '../registration/index.js';
+import { ContinuityMonitor } from '../registration/index.js';
 import type { ContinuityRecord, LayerState } from '../guard/index.js';
 
 const silentLogger = createLogger('error');
@@ -38,9 +38,8 @@ function table(rows: Row[]): string {
 
 /** The admission layers as stored continuity and the live objects show them (stamping needs a serving replica, not this command). */
 async function describeLayers(kube: KubeClient, policy: Policy, namespace: string, record: ContinuityRecord | undefined): Promise<string> {
-  const desired = renderAdmissionObjects(policy, { endpoint: { url: 'https://spec-guard.invalid' }, caBundle: '', excludedNamespaces: ['kube-system', namespace] });
   const monitor = new ContinuityMonitor(
-    { kube, desired, layers: layerKinds(policy), serving: () => undefined, save: async () => {}, isLeader: () => false, logger: silentLogger, metrics: new Metrics(false), onEstablished: () => {} },
+    { kube, policy, namespace, serving: () => undefined, save: async () => {}, isLeader: () => false, logger: silentLogger, metrics: new Metrics(false), onEstablished: () => {} },
     record,
   );
   const layers = await monitor.verify();

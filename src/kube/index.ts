@@ -7,4 +7,4 @@ export { collectionPath, objectPath, parseObjectKey } from './resource-paths.js'
 export { coalesce } from './coalesce.js';
 export type { AdmissionRequest, AdmissionReview, AdmissionResponse, KubeObject, GroupVersionResource, Operation } from './types.js';
 export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
-export { backoffMs, BACKOFF_BASE_MS, BACKOFF_MAX_MS } from './backoff.js';
+export { backoffMs } from './backoff.js';

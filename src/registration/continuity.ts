@@ -4,15 +4,11 @@ import type { Metrics } from '../metrics/index.js';
 import { laterRevision, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from '../guard/index.js';
 import type { Policy } from '../guard/index.js';
 import { covers, type AdmissionObjects } from './registrar.js';
+import { renderAdmissionObjects } from './render-all.js';
 import { policyHolds } from './render-webhooks.js';
-import { ADMISSION_OBJECT_NAME } from './shared.js';
+import { ADMISSION_COLLECTIONS, ADMISSION_OBJECT_NAME } from './shared.js';
 
-const collections: Record<string, string> = {
-  MutatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
-  ValidatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
-  ValidatingAdmissionPolicy: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
-  ValidatingAdmissionPolicyBinding: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
-};
+const collections: Record<string, string> = ADMISSION_COLLECTIONS;
 
 /** The admission objects each layer consists of. */
 export interface LayerKinds {
@@ -54,9 +50,9 @@ function essence(desired: Record<string, unknown>): Record<string, unknown> {
 
 export interface ContinuityOptions {
   kube: KubeClient;
-  /** The admission objects as spec-guard renders them (the endpoint does not matter). */
-  desired: AdmissionObjects;
-  layers: LayerKinds;
+  policy: Policy;
+  /** spec-guard's namespace (excluded from admission, like kube-system). */
+  namespace: string;
   /** Since when (revision, apiserver time) this replica serves admission: the stamp layer needs it. */
   serving: () => { since: string; sinceTime: number } | undefined;
   /** Persists the record (the leader's store); followers keep it in memory. */
@@ -95,6 +91,9 @@ export class ContinuityMonitor {
   private readonly broken = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   readonly verify: () => Promise<Layers>;
+  /** The admission objects as spec-guard renders them (where the webhooks point does not matter: GitOps installs differ). */
+  private readonly desired: AdmissionObjects;
+  private readonly layers: LayerKinds;
   /** The result of the last verification that completed, if any. */
   private last: Layers | undefined;
 
@@ -103,6 +102,8 @@ export class ContinuityMonitor {
     stored: ContinuityRecord | undefined,
   ) {
     this.record = { ...stored };
+    this.desired = renderAdmissionObjects(o.policy, { endpoint: { url: 'https://spec-guard.invalid' }, caBundle: '', excludedNamespaces: ['kube-system', o.namespace] });
+    this.layers = layerKinds(o.policy);
     this.verify = coalesce(async () => (this.last = await this.check()));
   }
 
@@ -149,7 +150,7 @@ export class ContinuityMonitor {
   /** The state of one object: its record when it is the recorded, unchanged version. */
   private async checkKind(kind: string, now: number, revision: () => Promise<{ since: string; sinceTime: number }>): Promise<LayerRecord | undefined> {
     const live = await this.read(kind);
-    const desired = this.o.desired[kind as keyof AdmissionObjects];
+    const desired = this.desired[kind as keyof AdmissionObjects];
     const uid = live?.metadata.uid ?? '';
     const resourceVersion = live?.metadata.resourceVersion ?? '';
     const recorded = this.record[kind];
@@ -182,7 +183,7 @@ export class ContinuityMonitor {
 
   private async check(): Promise<Layers> {
     const now = Date.now();
-    const kinds = [...new Set([...this.o.layers.guard, ...this.o.layers.stamp, ...this.o.layers.tombstone])];
+    const kinds = [...new Set([...this.layers.guard, ...this.layers.stamp, ...this.layers.tombstone])];
     let current: Promise<{ since: string; sinceTime: number }> | undefined;
     const revision = () => (current ??= currentRevision(this.o.kube));
     const before = JSON.stringify(this.record);
@@ -196,9 +197,9 @@ export class ContinuityMonitor {
     };
     const serving = this.o.serving();
     const layers: Layers = {
-      guard: layer(this.o.layers.guard),
-      stamp: serving ? layer(this.o.layers.stamp, serving) : { intact: false },
-      tombstone: layer(this.o.layers.tombstone),
+      guard: layer(this.layers.guard),
+      stamp: serving ? layer(this.layers.stamp, serving) : { intact: false },
+      tombstone: layer(this.layers.tombstone),
     };
     for (const name of ['guard', 'stamp', 'tombstone'] as const) this.o.metrics.layerIntact.set({ layer: name }, layers[name].intact ? 1 : 0);
     if (JSON.stringify(this.record) !== before) {

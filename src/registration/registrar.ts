@@ -2,15 +2,10 @@ import { isNotFound, Reflector, WorkQueue, type KubeClient } from '../kube/index
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { bundleCarries } from '../certs/index.js';
-import { ADMISSION_OBJECT_NAME } from './shared.js';
+import { ADMISSION_COLLECTIONS, ADMISSION_OBJECT_NAME, type AdmissionKind } from './shared.js';
 
-const collections = {
-  MutatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
-  ValidatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
-  ValidatingAdmissionPolicy: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
-  ValidatingAdmissionPolicyBinding: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
-} as const;
-type ConfigKind = keyof typeof collections;
+const collections = ADMISSION_COLLECTIONS;
+type ConfigKind = AdmissionKind;
 const webhookKinds: ConfigKind[] = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
 
 /** The admission objects spec-guard registers, by kind (the policy and binding may be absent). */

@@ -1,5 +1,5 @@
 import type { Policy } from '../guard/index.js';
-import { ADMISSION_OBJECT_NAME } from './shared.js';
+import { ADMISSION_COLLECTIONS, ADMISSION_OBJECT_NAME, admissionResource, type AdmissionKind } from './shared.js';
 import { SPEC_GUARD } from '../names.js';
 
 export interface RbacOptions {
@@ -11,7 +11,7 @@ export interface RbacOptions {
 }
 
 const RBAC = 'rbac.authorization.k8s.io/v1';
-const ADMISSION_KINDS = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations', 'validatingadmissionpolicies', 'validatingadmissionpolicybindings'];
+const ADMISSION_KINDS = (Object.keys(ADMISSION_COLLECTIONS) as AdmissionKind[]).map(admissionResource);
 /** What the watcher does with a guarded resource: read, watch, revert (patch), recreate (create). */
 const GUARDED_VERBS = ['get', 'list', 'watch', 'create', 'patch'];
 

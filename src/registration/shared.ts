@@ -5,6 +5,17 @@ import { MANAGED_BY_LABEL, SPEC_GUARD } from '../names.js';
 export const ADMISSION_OBJECT_NAME = SPEC_GUARD;
 export { MANAGED_BY_LABEL };
 
+/** Where each kind of admission object spec-guard owns is listed. */
+export const ADMISSION_COLLECTIONS = {
+  MutatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
+  ValidatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
+  ValidatingAdmissionPolicy: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
+  ValidatingAdmissionPolicyBinding: '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
+} as const;
+export type AdmissionKind = keyof typeof ADMISSION_COLLECTIONS;
+/** The resource name of each kind (the last segment of its collection path). */
+export const admissionResource = (kind: AdmissionKind): string => ADMISSION_COLLECTIONS[kind].split('/').pop()!;
+
 /** Admission rules for the resources of `rules`, one per group and resource. */
 export function resourceRules(rules: Rule[], operations: string[]): Record<string, unknown>[] {
   const seen = new Set<string>();

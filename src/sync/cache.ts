@@ -25,9 +25,6 @@ export class CanonicalCache implements CanonicalLookup {
     return this.entries.keys();
   }
 
-  entriesList(): Array<[string, CanonicalEntry]> {
-    return [...this.entries];
-  }
 
   recordTombstone(key: string, tombstone: Tombstone): void {
     this.tombstones.set(key, tombstone);

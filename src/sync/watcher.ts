@@ -410,7 +410,7 @@ export class Watcher {
    */
   private asListed(ref: Ref, entry: CanonicalEntry): CanonicalEntry {
     if (!ref.listedAt) return entry;
-    if ([...this.raisingKnownAt].some((prefix) => ref.key.startsWith(prefix))) this.markDirty(ref.key);
+    for (const prefix of this.raisingKnownAt) if (ref.key.startsWith(prefix)) this.markDirty(ref.key);
     return { ...entry, knownAt: laterRevision(entry.knownAt ?? entry.resourceVersion, ref.listedAt) };
   }
 
