@@ -68,6 +68,9 @@ function accessNeeded(policy: Policy, namespace: string, register: boolean): Acc
     }
     needed.push({ verb: 'create', group: '', resource: 'events', namespace: scope.namespace, why: 'record Events on guarded objects' });
   }
+  if (policy.readsNamespaceLabels) {
+    for (const verb of ['get', 'list', 'watch']) needed.push({ verb, group: '', resource: 'namespaces', why: 'select namespaces by their labels (namespaceSelector)' });
+  }
   for (const verb of ['get', 'create', 'update']) {
     needed.push({ verb, group: '', resource: 'secrets', namespace, why: 'the stamp key, certificates and the store' });
     needed.push({ verb, group: 'coordination.k8s.io', resource: 'leases', namespace, why: 'leader election' });

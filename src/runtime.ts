@@ -7,7 +7,7 @@ import { preflight } from './preflight.js';
 import { EventRecorder, KubeClient } from './kube/index.js';
 import { createLogger, type Logger, type LogLevel } from './log/index.js';
 import { createMetricsServer, Metrics } from './metrics/index.js';
-import { CanonicalCache, createStore, LeaderElector, stamperFromFile, stamperFromSecret, Watcher } from './sync/index.js';
+import { CanonicalCache, createStore, LeaderElector, NamespaceLabelCache, stamperFromFile, stamperFromSecret, Watcher } from './sync/index.js';
 import { objectKey, Policy, Stamper } from './guard/index.js';
 import { createWebhookServer } from './webhook/index.js';
 import { configurationsCarry, ContinuityMonitor, currentRevision, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
@@ -169,7 +169,10 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const store = createStore(o.standalone ? { ...o.config.store, type: 'memory' } : o.config.store, kube, o.namespace, logger.error);
 
   let ready = false;
-  const decisionBase = { policy, canonical: cache, stamper };
+  // Rules that select namespaces by label read them from a watch of the namespaces.
+  const namespaces = kube && policy.readsNamespaceLabels ? new NamespaceLabelCache(kube, logger) : undefined;
+  await namespaces?.start();
+  const decisionBase = { policy, canonical: cache, stamper, namespaceLabels: namespaces?.get };
   server = createWebhookServer({
     tls,
     clientCa,
@@ -177,6 +180,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     metrics,
     logger,
     isReady: () => ready,
+    knowNamespace: namespaces && ((namespace) => namespaces.ensure(namespace)),
     recordTombstone: async (req) => {
       const key = objectKey(req.resource.group, req.resource.resource, req.namespace, req.name ?? '');
       const tombstone = { uid: req.oldObject?.metadata?.uid, at: new Date().toISOString() };
@@ -235,6 +239,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       logger,
       events,
       isLeader: () => elector!.isLeader,
+      namespaces,
       verifyLayers: monitor.verify,
       layersIfGuardBroken: () => (monitor.guardKnownBroken() ? monitor.lastVerified() : undefined),
     });
@@ -273,6 +278,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       certificates?.stop();
       tlsFiles?.stop();
       await watcher?.stop();
+      namespaces?.stop();
       await elector?.stop();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {

@@ -6,7 +6,7 @@ import type { KubeObject } from '../kube/index.js';
 import { createLogger } from '../log/index.js';
 import { Metrics } from '../metrics/index.js';
 import { ContinuityMonitor } from '../registration/index.js';
-import type { ContinuityRecord, LayerState } from '../guard/index.js';
+import type { ContinuityRecord, LayerState, NamespaceLabels } from '../guard/index.js';
 
 const silentLogger = createLogger('error');
 import { parseFlags, UsageError } from './args.js';
@@ -47,6 +47,12 @@ async function describeLayers(kube: KubeClient, policy: Policy, namespace: strin
   return `guard ${show(layers.guard)}; tombstone ${show(layers.tombstone)}`;
 }
 
+async function listNamespaceLabels(kube: KubeClient): Promise<NamespaceLabels> {
+  const list = await kube.request<{ items: KubeObject[] }>('GET', '/api/v1/namespaces');
+  const labels = new Map(list.items.map((ns) => [ns.metadata?.name ?? '', ns.metadata?.labels ?? {}]));
+  return (namespace) => labels.get(namespace);
+}
+
 export async function status(argv: string[]): Promise<number> {
   const flags = parseFlags(argv, { config: { type: 'string' }, kubeconfig: { type: 'string' }, namespace: { type: 'string' } });
   if (flags.help) {
@@ -64,19 +70,27 @@ export async function status(argv: string[]): Promise<number> {
     const stored = await store.load();
     const rows: Row[] = [];
     const seen = new Set<string>();
+    const namespaceLabels = policy.readsNamespaceLabels ? await listNamespaceLabels(kube) : undefined;
     for (const { group, version, resource, namespace: scope } of watchScopes(policy)) {
       const list = await kube.request<{ items: KubeObject[] }>('GET', collectionPath(group, version, resource, scope));
       for (const object of list.items) {
-        const matched = policy.match(group, resource, object.metadata?.namespace, [object.metadata?.labels]);
-        if (!matched) continue;
         const key = objectKey(group, resource, object.metadata?.namespace, object.metadata?.name ?? '');
+        // As the watcher matches: by the object, or by its canonical copy (moved out of its selection).
+        const entry = stored.entries.get(key);
+        const canonical = entry && { name: object.metadata?.name, labels: entry.labels, annotations: entry.annotations };
+        const matched = policy.match(group, resource, object.metadata?.namespace, [object.metadata, canonical], namespaceLabels);
+        if (!matched) continue;
         seen.add(key);
         const name = `${resource}.${group} ${object.metadata?.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata?.name}`;
         if (matched.mode === 'off') {
           rows.push({ object: name, state: 'paused', detail: `mode off (resources[${matched.index}])` });
           continue;
         }
-        const obs = observe(object, matched, key, stored.entries.get(key), stored.tombstones.get(key), stamper);
+        if (!matched.selection.selects(object.metadata ?? {})) {
+          rows.push({ object: name, state: 'moved out', detail: 'its labels or annotations left the selection: the leader moves it back (or forgets it, for a trusted move)' });
+          continue;
+        }
+        const obs = observe(object, matched, key, entry, stored.tombstones.get(key), stamper);
         const row = { object: name, state: '', detail: '' };
         switch (obs.kind) {
           case 'learn':

@@ -1,3 +1,3 @@
 export { loadConfig, parseConfig, ConfigError } from './load.js';
-export type { Config, ResourceRuleConfig, LabelSelector, Mode, NormalizerName } from './schema.js';
+export type { Config, ResourceRuleConfig, LabelSelector, AnnotationSelector, Mode, NormalizerName } from './schema.js';
 export { configJsonSchema } from './json-schema.js';

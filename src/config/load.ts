@@ -38,6 +38,13 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   }
 }
 
+const isEmpty = (selector: object | undefined) =>
+  !selector || Object.values(selector).every((v) => v === undefined || (Array.isArray(v) ? v.length === 0 : Object.keys(v as object).length === 0));
+
+/** Does a rule select every object of its namespaces (no name, label or annotation condition)? */
+const selectsEveryObject = (rule: Config['resources'][number]) =>
+  (!rule.names || rule.names.includes('*')) && isEmpty(rule.labelSelector) && isEmpty(rule.annotationSelector);
+
 /** Checks the schema cannot express: ignore pointers must lie below a guarded path. */
 function crossFieldProblems(config: Config): string[] {
   const problems: string[] = [];
@@ -47,19 +54,28 @@ function crossFieldProblems(config: Config): string[] {
         problems.push(`resources[${i}].ignore[${j}]: ${pointer} must lie below one of the guarded paths (${rule.guardedPaths.join(', ')})`);
       }
     });
+    if (rule.namespaces && rule.namespaceSelector) {
+      problems.push(`resources[${i}]: namespaces and namespaceSelector exclude each other: name the namespaces, or select them by label`);
+    }
     // A rule that an earlier one always wins over is never used: almost certainly a mistake.
     config.resources.slice(0, i).forEach((earlier, k) => {
       if (earlier.group !== rule.group || earlier.resource !== rule.resource) return;
-      const selectsAll = !earlier.labelSelector || (!Object.keys(earlier.labelSelector.matchLabels ?? {}).length && !earlier.labelSelector.matchExpressions?.length);
-      const coversNamespaces = !earlier.namespaces || (rule.namespaces?.every((ns) => earlier.namespaces!.includes(ns)) ?? false);
-      if (selectsAll && coversNamespaces) {
+      const coversNamespaces = !earlier.namespaceSelector && (!earlier.namespaces || (rule.namespaces?.every((ns) => earlier.namespaces!.includes(ns)) ?? false));
+      if (selectsEveryObject(earlier) && coversNamespaces) {
         problems.push(`resources[${i}]: never used: resources[${k}] matches every ${rule.resource} it would (the first matching rule wins); put the narrower rule first`);
       }
     });
-    for (const req of rule.labelSelector?.matchExpressions ?? []) {
-      const needsValues = req.operator === 'In' || req.operator === 'NotIn';
-      if (needsValues !== Boolean(req.values?.length)) {
-        problems.push(`resources[${i}].labelSelector: ${req.operator} ${needsValues ? 'needs' : 'takes no'} values`);
+    const selectors = [
+      ['labelSelector', rule.labelSelector],
+      ['annotationSelector', rule.annotationSelector],
+      ['namespaceSelector', rule.namespaceSelector],
+    ] as const;
+    for (const [field, selector] of selectors) {
+      for (const req of selector?.matchExpressions ?? []) {
+        const needsValues = req.operator === 'In' || req.operator === 'NotIn';
+        if (needsValues !== Boolean(req.values?.length)) {
+          problems.push(`resources[${i}].${field}: ${req.operator} ${needsValues ? 'needs' : 'takes no'} values`);
+        }
       }
     }
   });

@@ -17,6 +17,21 @@ const labelSelector = z.strictObject({
   matchExpressions: z.array(labelSelectorRequirement).optional(),
 });
 
+/** A label selector's shape over annotations: `matchAnnotations` in place of `matchLabels`. */
+const annotationSelector = z.strictObject({
+  matchAnnotations: z.record(z.string(), z.string()).optional(),
+  matchExpressions: z.array(labelSelectorRequirement).optional(),
+});
+
+/**
+ * A name pattern: a Kubernetes name in which `*` stands for any run of characters. Globs,
+ * not regular expressions, so that the webhook (JavaScript) and the apiserver (CEL's RE2)
+ * cannot read one differently.
+ */
+const namePattern = z.string().regex(/^[a-z0-9.*-]{1,253}$/, {
+  message: 'must be a name pattern: lower-case letters, digits, "-", "." and "*" (any run of characters), e.g. "agent-*"',
+});
+
 export const modes = ['enforce', 'rewrite', 'warn', 'off'] as const;
 export const normalizerNames = ['argocd-application'] as const;
 
@@ -28,7 +43,12 @@ const resourceRuleFields = z.strictObject({
   /** Served version the watcher lists; admission matches any version. Argo CD's is the default. */
   version: z.string().min(1).optional(),
   namespaces: z.array(z.string().min(1)).min(1).optional(),
+  /** Namespaces by their labels (e.g. every autonomous agent's namespace on the principal). */
+  namespaceSelector: labelSelector.optional(),
+  /** Objects whose name matches one of these patterns. */
+  names: z.array(namePattern).min(1).optional(),
   labelSelector: labelSelector.optional(),
+  annotationSelector: annotationSelector.optional(),
   mode: z.enum(modes).default('enforce'),
   guardedPaths: z.array(jsonPointer).min(1).default(['/spec']),
   ignore: z.array(jsonPointer).default([]),
@@ -99,5 +119,6 @@ export const configSchema = z.strictObject({
 export type Config = z.infer<typeof configSchema>;
 export type ResourceRuleConfig = z.infer<typeof resourceRule>;
 export type LabelSelector = z.infer<typeof labelSelector>;
+export type AnnotationSelector = z.infer<typeof annotationSelector>;
 export type Mode = (typeof modes)[number];
 export type NormalizerName = (typeof normalizerNames)[number];

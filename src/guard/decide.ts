@@ -10,6 +10,7 @@ import { type Policy, type Rule } from './policy.js';
 import type { AdmissionRequest, KubeObject } from '../kube/types.js';
 import type { Decision, Webhook } from './decision.js';
 import { stampPatch } from './stamp-patch.js';
+import { selectionRestoreOps, type NamespaceLabels } from './selection.js';
 
 export interface DecisionContext {
   policy: Policy;
@@ -17,6 +18,8 @@ export interface DecisionContext {
   stamper: Stamper;
   /** The time of the request (ms): the sequence of a new stamp starts there. */
   now: number;
+  /** Namespace labels, for rules that select namespaces by them (unknown: selected). */
+  namespaceLabels?: NamespaceLabels;
 }
 
 interface Canonical {
@@ -44,10 +47,8 @@ function listPointers(pointers: string[]): string {
   return pointers.length > MAX_POINTERS_SHOWN ? `${shown} and ${pointers.length - MAX_POINTERS_SHOWN} more` : shown;
 }
 
-const LABELS_POINTER = '/metadata/labels';
-/** Puts the labels of `old` back, so that the object stays in the selection it was in. */
-const labelsOp = (old: KubeObject): PatchOp =>
-  old.metadata?.labels ? { op: 'add', path: LABELS_POINTER, value: old.metadata.labels } : { op: 'remove', path: LABELS_POINTER };
+/** How a write that moves an object into or out of a selection is named in messages. */
+const SELECTION_POINTER = '/metadata (its selection: name, labels or annotations)';
 
 /**
  * The canonical value for an UPDATE: the cache when it is current for the stored object,
@@ -152,11 +153,11 @@ function generatedName(prefix: string, uid: string): string {
   return `${prefix.slice(0, 253 - 5)}${suffix}`;
 }
 
-/** Does this write move the object into or out of a rule's selection (by its labels)? */
+/** Does this write move the object into or out of a rule's selection (its labels or annotations)? */
 function selectionChanged(req: AdmissionRequest, ctx: DecisionContext): boolean {
   const { group, resource } = req.resource;
-  const before = ctx.policy.match(group, resource, req.namespace, [req.oldObject?.metadata?.labels]);
-  const after = ctx.policy.match(group, resource, req.namespace, [req.object?.metadata?.labels]);
+  const before = ctx.policy.match(group, resource, req.namespace, [req.oldObject?.metadata], ctx.namespaceLabels);
+  const after = ctx.policy.match(group, resource, req.namespace, [req.object?.metadata], ctx.namespaceLabels);
   return before !== after;
 }
 
@@ -170,7 +171,7 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
   const sameHash = canonical.hash !== undefined && rule.view.of(object).hash === canonical.hash;
   const changed = sameHash ? [] : rule.view.changedPointers(canonical.values(), object);
   if (stampChanged) changed.push(STAMP_POINTER);
-  if (moved) changed.push(LABELS_POINTER);
+  if (moved) changed.push(SELECTION_POINTER);
   if (changed.length === 0) return { kind: 'allow', reason: 'unchanged' };
   const what = describe(req, object);
   const unknownNote = canonical.known ? '' : ' (no canonical value is known yet; compared with the stored object)';
@@ -191,7 +192,7 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
       patch: [
         ...rule.view.restoreOps(canonical.values(), object),
         ...(stampChanged ? stampPatch(object, stampOf(old)) : []),
-        ...(moved ? [labelsOp(old)] : []),
+        ...(moved ? selectionRestoreOps(ctx.policy.selectionKeys(req.resource.group, req.resource.resource), old.metadata ?? {}, object.metadata ?? {}) : []),
       ],
       warnings: [`spec-guard: ${sourceOfTruth}; your change to ${listPointers(changed)} was undone${unknownNote}`],
     };
@@ -223,10 +224,7 @@ function decideGuarded(req: AdmissionRequest, webhook: Webhook, ctx: DecisionCon
   if (req.subResource) return { kind: 'allow', reason: 'subresource' };
   const object = req.object ?? undefined;
   const old = req.oldObject ?? undefined;
-  const rule = ctx.policy.match(req.resource.group, req.resource.resource, req.namespace, [
-    object?.metadata?.labels,
-    old?.metadata?.labels,
-  ]);
+  const rule = ctx.policy.match(req.resource.group, req.resource.resource, req.namespace, [object?.metadata, old?.metadata], ctx.namespaceLabels);
   if (!rule) return { kind: 'allow', reason: 'unguarded' };
 
   const key = objectKey(req.resource.group, req.resource.resource, req.namespace, req.name || object?.metadata?.name || '');

@@ -9,6 +9,7 @@ export { isFresh, CREATION_SKEW_MS } from './freshness.js';
 export { attributeChange, attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from './attribution.js';
 export { entryValues, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './canonical-entry.js';
 export { Policy, type Rule, type UserInfo } from './policy.js';
+export { compileSelection, namePatternRegex, selectionRestoreOps, type NamespaceLabels, type Selectable, type Selection, type SelectionKeys } from './selection.js';
 export { objectKey } from './object-key.js';
 export { parsePointer, formatPointer, getAt, hasParent, isPlainObject, removeAt, setAt } from './pointer.js';
 export { observe, resolve, type Observation, type ChangePlan } from './observe.js';

@@ -1,6 +1,7 @@
-import type { Config, LabelSelector, Mode, ResourceRuleConfig } from '../config/schema.js';
+import type { Config, Mode, ResourceRuleConfig } from '../config/schema.js';
 import { GuardedView } from './guarded-view.js';
 import { normalizers } from './normalizers.js';
+import { compileSelection, type NamespaceLabels, type Selectable, type Selection, type SelectionKeys } from './selection.js';
 
 export interface UserInfo {
   username?: string;
@@ -13,23 +14,7 @@ export interface Rule {
   config: ResourceRuleConfig;
   mode: Mode;
   view: GuardedView;
-  namespaces: Set<string> | undefined;
-  matchesLabels: (labels: Record<string, string> | undefined) => boolean;
-}
-
-function selectorMatcher(selector: LabelSelector | undefined): Rule['matchesLabels'] {
-  if (!selector || (!selector.matchLabels && !selector.matchExpressions?.length)) return () => true;
-  return (labels = {}) => {
-    for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
-    for (const req of selector.matchExpressions ?? []) {
-      const has = Object.hasOwn(labels, req.key);
-      const inValues = has && (req.values ?? []).includes(labels[req.key]!);
-      const ok =
-        req.operator === 'In' ? inValues : req.operator === 'NotIn' ? !inValues : req.operator === 'Exists' ? has : !has;
-      if (!ok) return false;
-    }
-    return true;
-  };
+  selection: Selection;
 }
 
 /** The compiled configuration: who is trusted, which objects are guarded and how. */
@@ -38,6 +23,8 @@ export class Policy {
   private readonly groups: Set<string>;
   readonly rules: Rule[];
   private readonly byResource = new Map<string, Rule[]>();
+  /** Does any rule select namespaces by their labels (so namespace labels must be known)? */
+  readonly readsNamespaceLabels: boolean;
 
   /** `selfUser` is spec-guard's own identity: always trusted, so its reverts pass. */
   constructor(
@@ -52,13 +39,13 @@ export class Policy {
       config: rc,
       mode: rc.mode,
       view: new GuardedView(rc.guardedPaths, rc.ignore, rc.normalizer ? normalizers[rc.normalizer] : undefined),
-      namespaces: rc.namespaces ? new Set(rc.namespaces) : undefined,
-      matchesLabels: selectorMatcher(rc.labelSelector),
+      selection: compileSelection(rc),
     }));
     for (const rule of this.rules) {
       const key = `${rule.config.group}/${rule.config.resource}`;
       this.byResource.set(key, [...(this.byResource.get(key) ?? []), rule]);
     }
+    this.readsNamespaceLabels = this.rules.some((r) => r.selection.byNamespaceLabels);
   }
 
   /**
@@ -76,19 +63,30 @@ export class Policy {
   }
 
   /**
-   * The first rule that guards an object. Labels of every given version count, so an
-   * untrusted writer cannot escape a selector by changing the labels in the same write.
+   * The first rule that guards an object. Every given version counts (its name, labels and
+   * annotations), so an untrusted writer cannot escape a selection by changing the object in
+   * the same write.
    */
   match(
     group: string,
     resource: string,
     namespace: string | undefined,
-    labelSets: Array<Record<string, string> | undefined>,
+    versions: Array<Selectable | undefined>,
+    namespaceLabels?: NamespaceLabels,
   ): Rule | undefined {
     for (const rule of this.byResource.get(`${group}/${resource}`) ?? []) {
-      if (rule.namespaces && !rule.namespaces.has(namespace ?? '')) continue;
-      if (labelSets.some((labels) => rule.matchesLabels(labels))) return rule;
+      if (!rule.selection.inNamespace(namespace, namespaceLabels)) continue;
+      if (versions.some((v) => v && rule.selection.selects(v))) return rule;
     }
     return undefined;
+  }
+
+  /** Every label and annotation key the rules of a resource select by. */
+  selectionKeys(group: string, resource: string): SelectionKeys {
+    const rules = this.byResource.get(`${group}/${resource}`) ?? [];
+    return {
+      labelKeys: [...new Set(rules.flatMap((r) => r.selection.keys.labelKeys))],
+      annotationKeys: [...new Set(rules.flatMap((r) => r.selection.keys.annotationKeys))],
+    };
   }
 }

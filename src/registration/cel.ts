@@ -1,5 +1,5 @@
 import type { LabelSelector } from '../config/index.js';
-import { STAMP_ANNOTATION, type Rule } from '../guard/index.js';
+import { namePatternRegex, STAMP_ANNOTATION, type Rule } from '../guard/index.js';
 
 /** Pieces of CEL shared by the webhooks' match conditions and the admission policy. */
 
@@ -27,14 +27,14 @@ export function identityExpression(users: string[], groups: string[]): string {
 /** The stamp annotation of `root` (object or oldObject), null when absent. */
 export const celStamp = (root: string) => celValueAt(root, ['metadata', 'annotations', STAMP_ANNOTATION]);
 
-/** The labels of `root`, an empty map when it has none (or `root` is null). */
-export const celLabels = (root: string) =>
-  `(${root} != null && 'labels' in ${root}.metadata && ${root}.metadata.labels != null ? ${root}.metadata.labels : {})`;
+/** A metadata map of `root` (its labels or annotations), an empty map when it has none (or `root` is null). */
+export const celMetadataMap = (root: string, field: 'labels' | 'annotations') =>
+  `(${root} != null && '${field}' in ${root}.metadata && ${root}.metadata.${field} != null ? ${root}.metadata.${field} : {})`;
 
-/** CEL that is true when the label map `labels` matches a Kubernetes label selector. */
-export function selectorExpression(selector: LabelSelector | undefined, labels: string): string {
+/** CEL that is true when the string map `labels` matches a label selector (`matches`: its matchLabels or matchAnnotations). */
+function selectorExpression(selector: Pick<LabelSelector, 'matchExpressions'> | undefined, matches: Record<string, string> | undefined, labels: string): string {
   const terms: string[] = [];
-  for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) {
+  for (const [key, value] of Object.entries(matches ?? {})) {
     terms.push(`(${celString(key)} in ${labels} && ${labels}[${celString(key)}] == ${celString(value)})`);
   }
   for (const req of selector?.matchExpressions ?? []) {
@@ -47,11 +47,27 @@ export function selectorExpression(selector: LabelSelector | undefined, labels: 
   return terms.length ? terms.join(' && ') : 'true';
 }
 
+/**
+ * Where membership is evaluated. The admission policy sees the request's namespace
+ * (`namespaceObject`); a webhook's match conditions do not, so there a namespace selector
+ * is left out: the condition then holds for a superset, and the webhook decides exactly.
+ */
+export type CelScope = 'policy' | 'webhook';
+
 /** CEL: is `root` (object or oldObject, null for a CREATE or DELETE) selected by `rule`? */
-export function membership(rule: Rule, root: string): string {
-  const { group, resource, namespaces, labelSelector } = rule.config;
+export function membership(rule: Rule, root: string, scope: CelScope): string {
+  const { group, resource, namespaces, namespaceSelector, names, labelSelector, annotationSelector } = rule.config;
   const terms = [`${root} != null`, `request.resource.group == ${celString(group)}`, `request.resource.resource == ${celString(resource)}`];
   if (namespaces) terms.push(`request.namespace in ${celList(namespaces)}`);
-  terms.push(selectorExpression(labelSelector, celLabels(root)));
-  return terms.join(' && ');
+  if (namespaceSelector && scope === 'policy') {
+    terms.push(`namespaceObject != null && (${selectorExpression(namespaceSelector, namespaceSelector.matchLabels, celMetadataMap('namespaceObject', 'labels'))})`);
+  }
+  // A create by generateName has no name while it is mutated: it may become one that matches.
+  if (names) terms.push(`(!('name' in ${root}.metadata) || ${root}.metadata.name == '' || ${root}.metadata.name.matches(${celString(namePatternRegex(names))}))`);
+  terms.push(selectorExpression(labelSelector, labelSelector?.matchLabels, celMetadataMap(root, 'labels')));
+  terms.push(selectorExpression(annotationSelector, annotationSelector?.matchAnnotations, celMetadataMap(root, 'annotations')));
+  return terms.filter((t) => t !== 'true').join(' && ');
 }
+
+/** Can a write change whether an object is in this rule's selection (by its labels or annotations)? */
+export const selectsByMetadata = (rule: Rule): boolean => rule.selection.keys.labelKeys.length > 0 || rule.selection.keys.annotationKeys.length > 0;

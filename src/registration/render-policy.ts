@@ -1,6 +1,6 @@
 import type { Policy, Rule, IgnoreTree } from '../guard/index.js';
 import { buildIgnoreTree, parsePointer } from '../guard/index.js';
-import { celList, celString, celStamp, celValueAt, identityExpression, membership } from './cel.js';
+import { celList, celString, celStamp, celValueAt, identityExpression, membership, type CelScope } from './cel.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 
 /**
@@ -50,11 +50,14 @@ export function governsExpression(policy: Policy, rule: Rule, member: (rule: Rul
 /**
  * CEL: layer 0 decides this untrusted request alone, so the webhooks need not be called: an
  * `enforce` rule it covers governs it, and the writer is not one whose writes need a normalizer.
+ * In a webhook's conditions a rule that selects namespaces by label is never "decided": there
+ * its membership is a superset (see CelScope), which must not skip the webhook for a later rule.
  */
-export function policyDecidesExpression(policy: Policy): string | undefined {
-  const decided = policy.rules.filter((r) => r.mode === 'enforce' && policyCovers(r));
+export function policyDecidesExpression(policy: Policy, scope: CelScope): string | undefined {
+  const decided = policy.rules.filter((r) => r.mode === 'enforce' && policyCovers(r) && !(scope === 'webhook' && r.config.namespaceSelector));
   if (!policy.config.admissionPolicy || decided.length === 0) return undefined;
-  const governs = decided.map((r) => `(${governsExpression(policy, r, membership)})`).join(' || ');
+  const member = (r: Rule, root: string) => membership(r, root, scope);
+  const governs = decided.map((r) => `(${governsExpression(policy, r, member)})`).join(' || ');
   const normalized = policy.config.trust.normalizedWriters;
   return normalized.length ? `!(request.userInfo.username in ${celList(normalized)}) && (${governs})` : governs;
 }
@@ -80,7 +83,7 @@ export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string
 
   for (const rule of policy.rules) {
     const i = rule.index;
-    variables.push({ name: `old${i}`, expression: membership(rule, 'oldObject') }, { name: `new${i}`, expression: membership(rule, 'object') });
+    variables.push({ name: `old${i}`, expression: membership(rule, 'oldObject', 'policy') }, { name: `new${i}`, expression: membership(rule, 'object', 'policy') });
     if (!covered.includes(rule)) continue;
     const variable = (r: Rule, root: string) => `variables.${root === 'object' ? 'new' : 'old'}${r.index}`;
     variables.push({ name: `governs${i}`, expression: governsExpression(policy, rule, variable) });
@@ -122,7 +125,7 @@ export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string
     });
     validations.push({
       expression: `!(${on('UPDATE')}) || variables.old${i} == variables.new${i}`,
-      messageExpression: `'spec-guard: this write moves ' + ${objectName} + ' into or out of a guarded selection (its labels). ${WHERE}'`,
+      messageExpression: `'spec-guard: this write moves ' + ${objectName} + ' into or out of a guarded selection (its labels or annotations). ${WHERE}'`,
       reason: 'Forbidden',
     });
   }

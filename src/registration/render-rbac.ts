@@ -22,7 +22,7 @@ interface PolicyRule {
   resourceNames?: string[];
 }
 
-/** Guarded resources by namespace ('' for rules without namespaces: cluster-wide), as RBAC rules. */
+/** Guarded resources by namespace ('' for rules without named namespaces: cluster-wide), as RBAC rules. */
 function guardedRules(policy: Policy): Map<string, PolicyRule[]> {
   const byNamespace = new Map<string, Map<string, Set<string>>>();
   for (const rule of policy.rules) {
@@ -72,6 +72,7 @@ export function renderRbac(policy: Policy, o: RbacOptions): Array<Record<string,
   bind('ClusterRole', SPEC_GUARD, undefined, [
     ...admission,
     { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
+    ...(policy.readsNamespaceLabels ? [{ apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] }] : []),
     ...(guarded.get('') ?? []),
   ]);
   bind('Role', SPEC_GUARD, o.namespace, [

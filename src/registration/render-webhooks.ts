@@ -1,6 +1,6 @@
 import type { Policy } from '../guard/index.js';
 import { parsePointer } from '../guard/index.js';
-import { celList, celStamp, celValueAt, identityExpression, membership } from './cel.js';
+import { celList, celStamp, celValueAt, identityExpression, membership, selectsByMetadata } from './cel.js';
 import { policyCovers, policyDecidesExpression } from './render-policy.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 
@@ -26,7 +26,7 @@ export function guardedChangeExpression(policy: Policy): string {
   const changes = pointers.map((tokens) => `${celValueAt('object', tokens)} != ${celValueAt('oldObject', tokens)}`);
   changes.push(`${celStamp('object')} != ${celStamp('oldObject')}`);
   for (const rule of policy.rules) {
-    if (rule.config.labelSelector) changes.push(`(${membership(rule, 'object')}) != (${membership(rule, 'oldObject')})`);
+    if (selectsByMetadata(rule)) changes.push(`(${membership(rule, 'object', 'webhook')}) != (${membership(rule, 'oldObject', 'webhook')})`);
   }
   return `request.operation != 'UPDATE' || ${changes.join(' || ')}`;
 }
@@ -81,7 +81,7 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
   // What layer 0 decides alone skips the mutating webhook, so that a denial costs no hop. The
   // validating webhook still matches: the apiserver calls it only when the policy admitted the
   // write, which covers the second in which a new or restored policy is not in force yet.
-  const decided = policyDecidesExpression(policy);
+  const decided = policyDecidesExpression(policy, 'webhook');
   const mutatingGuardConditions = [isUntrusted, guardedChange, ...(decided ? [{ name: 'not-decided-by-policy', expression: `!(${decided})` }] : [])];
   const metadata = { name: ADMISSION_OBJECT_NAME, labels: MANAGED_BY_LABEL };
 

@@ -3,3 +3,4 @@ export { stamperFromFile, stamperFromSecret, STAMP_KEY_SECRET } from './stamp-ke
 export { createStore, MemoryStore, FileStore, SecretStore, type CanonicalStore, type Snapshot } from './store/index.js';
 export { LeaderElector, type LeaderOptions } from './leader.js';
 export { Watcher, watchScopes, type WatcherDeps } from './watcher.js';
+export { NamespaceLabelCache } from './namespace-labels.js';

@@ -2,6 +2,7 @@ import { collectionPath, EventRecorder, KubeError, WorkQueue, objectPath, parseO
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
+  attributeChange,
   attributeDelete,
   confirms,
   entryValues,
@@ -12,6 +13,7 @@ import {
   parsePointer,
   resolve,
   RevertThrottle,
+  selectionRestoreOps,
   setAt,
   stampPatch,
   TOMBSTONE_CONFIRM_MS,
@@ -27,6 +29,7 @@ import {
   type Tombstone,
 } from '../guard/index.js';
 import type { CanonicalCache } from './cache.js';
+import type { NamespaceLabelCache } from './namespace-labels.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
 import { SPEC_GUARD } from '../names.js';
 
@@ -52,6 +55,8 @@ export interface WatcherDeps {
   layersIfGuardBroken?: () => Layers | undefined;
   /** A watch silent this long is restarted (default 60 s). */
   silenceMs?: number;
+  /** Namespace labels, when a rule selects namespaces by them. */
+  namespaces?: Pick<NamespaceLabelCache, 'get' | 'ensure' | 'onChange'>;
 }
 
 /** One list+watch: a resource, cluster-wide or in one namespace. */
@@ -92,6 +97,9 @@ const FIELD_MANAGER = SPEC_GUARD;
 const MAX_RETRIES = 10;
 /** Store writes wait at least this long, and at least twice as long as the last write took. */
 const STORE_FLUSH_MS = 100;
+
+/** How a move out of the selection is named in Events and logs. */
+const SELECTION = '/metadata (labels or annotations that select it)';
 
 const isRetryableConflict = (err: unknown) => err instanceof KubeError && (err.status === 409 || err.status === 422);
 const isGone = (err: unknown) => err instanceof KubeError && err.status === 404;
@@ -157,6 +165,7 @@ export class Watcher {
       this.resources.push({ ...scope, reflector });
       this.watchingSince.set(`${group}/${resource}`, Date.now());
     }
+    this.d.namespaces?.onChange((namespace, before, after) => this.onNamespaceChanged(namespace, before, after));
     await Promise.all(this.resources.map((r) => r.reflector.start()));
     this.sweepTimer = setInterval(() => void this.sweepTombstones(), TOMBSTONE_CONFIRM_MS / 2);
     this.sweepTimer.unref();
@@ -229,9 +238,42 @@ export class Watcher {
     for (const r of this.resources) r.reflector.resync();
   }
 
-  private ruleFor(group: string, resource: string, object: KubeObject): Rule | undefined {
-    const rule = this.d.policy.match(group, resource, object.metadata?.namespace, [object.metadata?.labels]);
+  /**
+   * The rule that guards an object: by what it is, or by what its canonical copy was (an
+   * object moved out of its selection behind admission stays guarded, and is moved back).
+   */
+  private ruleFor(group: string, resource: string, object: KubeObject, key: string): Rule | undefined {
+    const entry = this.d.cache.get(key);
+    const canonical = entry && { name: object.metadata?.name, labels: entry.labels, annotations: entry.annotations };
+    const rule = this.d.policy.match(group, resource, object.metadata?.namespace, [object.metadata, canonical], this.d.namespaces?.get);
     return rule && rule.mode !== 'off' ? rule : undefined;
+  }
+
+  /** A namespace's labels changed: objects of a namespace that enters a selection are read, those of one that leaves it forgotten. */
+  private onNamespaceChanged(namespace: string, before: Record<string, string> | undefined, after: Record<string, string> | undefined): void {
+    if (this.stopped) return;
+    for (const scope of this.resources.filter((r) => r.namespace === undefined)) {
+      const rules = this.d.policy.rules.filter((r) => r.selection.byNamespaceLabels && r.config.group === scope.group && r.config.resource === scope.resource);
+      const selectedBy = (labels: Record<string, string> | undefined) => labels !== undefined && rules.some((r) => r.selection.inNamespace(namespace, () => labels));
+      if (!selectedBy(before) && selectedBy(after)) this.queue.add(`namespace:${scope.group}/${scope.version}/${scope.resource}/${namespace}`);
+      if (selectedBy(before) && !selectedBy(after)) {
+        const prefix = `${scope.group}/${scope.resource}/${namespace}/`;
+        for (const key of [...this.d.cache.keys()]) {
+          if (!key.startsWith(prefix)) continue;
+          this.d.cache.delete(key);
+          this.markDirty(key);
+        }
+        this.d.logger.info('namespace left the guarded selection: its objects are no longer guarded', { namespace, resource: `${scope.resource}.${scope.group}` });
+      }
+    }
+  }
+
+  /** Reads every object of a namespace that entered a selection, as a list would show them. */
+  private async listNamespace(work: string): Promise<void> {
+    const [group, version, resource, namespace] = work.slice('namespace:'.length).split('/') as [string, string, string, string];
+    const list = await this.d.kube.request<{ metadata: { resourceVersion: string }; items: KubeObject[] }>('GET', collectionPath(group, version, resource, namespace), { timeoutMs: 60_000 });
+    this.d.logger.info('namespace entered a guarded selection', { namespace, resource: `${resource}.${group}`, objects: list.items.length });
+    for (const item of list.items) this.onEvent(group, resource, version, 'ADDED', item, Date.now(), list.metadata.resourceVersion);
   }
 
   private keyOf(group: string, resource: string, object: KubeObject): string {
@@ -263,10 +305,16 @@ export class Watcher {
     }
   }
 
-  private onEvent(group: string, resource: string, version: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject, seenAt: number, listedAt?: string): void {
-    const rule = this.ruleFor(group, resource, object);
-    if (!rule) return;
+  private onEvent(group: string, resource: string, version: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject, seenAt: number, listedAt?: string, namespaceRead = false): void {
+    const namespace = object.metadata?.namespace;
+    if (!namespaceRead && namespace && this.d.namespaces && this.d.policy.readsNamespaceLabels && !this.d.namespaces.get(namespace)) {
+      // A namespace created a moment ago: read it first, so that its labels decide (unknown: selected).
+      void this.d.namespaces.ensure(namespace).then(() => this.onEvent(group, resource, version, type, object, seenAt, listedAt, true));
+      return;
+    }
     const key = this.keyOf(group, resource, object);
+    const rule = this.ruleFor(group, resource, object, key);
+    if (!rule) return;
     const ref: Ref = { group, resource, version, key, rule, listedAt };
     this.latest.set(key, { ref, type, object, seenAt, attempt: 0 });
     this.queue.add(key);
@@ -274,6 +322,7 @@ export class Watcher {
 
   /** Handles the newest state of `key`; a failure puts it back (unless a newer one came) for the queue to retry. */
   private async process(key: string): Promise<void> {
+    if (key.startsWith('namespace:')) return this.listNamespace(key);
     let work = this.latest.get(key);
     if (!work) return;
     this.latest.delete(key);
@@ -364,6 +413,7 @@ export class Watcher {
 
   private async handle(ref: Ref, object: KubeObject, seenAt: number, attempt: number): Promise<void> {
     const { key, rule } = ref;
+    if (!object.metadata?.deletionTimestamp && !rule.selection.selects(object.metadata ?? {})) return this.handleEscape(ref, object, seenAt, attempt);
     let obs: Observation = observe(object, rule, key, this.d.cache.get(key), this.d.cache.tombstone(key), this.d.stamper);
     const leader = this.d.isLeader();
     if (obs.kind === 'changed') {
@@ -402,6 +452,30 @@ export class Watcher {
         await this.revert(ref, object, obs, 'untrusted', seenAt, attempt);
         return;
     }
+  }
+
+  /**
+   * A guarded object no longer in its selection (its labels or annotations changed behind
+   * admission, which refuses such a write from anyone untrusted): forgotten when the guard
+   * layer vouches that a trusted writer moved it, else moved back, its guarded paths restored.
+   */
+  private async handleEscape(ref: Ref, object: KubeObject, seenAt: number, attempt: number): Promise<void> {
+    const { key, rule } = ref;
+    const entry = this.d.cache.get(key);
+    if (!entry || !this.d.isLeader()) return;
+    const sameCopy = entry.uid === object.metadata?.uid ? entry : undefined;
+    const attribution = rule.mode === 'warn' ? 'untrusted' : attributeChange((await this.d.verifyLayers?.()) ?? UNKNOWN_LAYERS, sameCopy, object, false);
+    if (attribution === 'unattributed') this.reportUnattributed(ref, object, [SELECTION], rule.config.blindWindow.changes === 'accept' ? 'learn' : 'revert');
+    if (attribution === 'trusted' || (attribution === 'unattributed' && rule.config.blindWindow.changes === 'accept')) {
+      this.d.cache.delete(key);
+      this.markDirty(key);
+      this.d.logger.info('guarded object moved out of its selection by a trusted write: no longer guarded', { key });
+      return;
+    }
+    const canonical = { labels: entry.labels, annotations: entry.annotations };
+    const moveBack = selectionRestoreOps(this.d.policy.selectionKeys(ref.group, ref.resource), canonical, object.metadata ?? {});
+    const changed = [...rule.view.changedPointers(entryValues(entry), object), SELECTION];
+    await this.revert(ref, object, { entry, changed }, attribution, seenAt, attempt, moveBack);
   }
 
   /**
@@ -449,7 +523,7 @@ export class Watcher {
     this.d.logger.warn('unattributed change in a blind window', { key: ref.key, change, changed, action });
   }
 
-  private async revert(ref: Ref, object: KubeObject, obs: { entry: CanonicalEntry; changed: string[] }, attribution: Attribution, seenAt: number, attempt: number): Promise<void> {
+  private async revert(ref: Ref, object: KubeObject, obs: { entry: CanonicalEntry; changed: string[] }, attribution: Attribution, seenAt: number, attempt: number, moveBack: PatchOp[] = []): Promise<void> {
     const { key, rule } = ref;
     this.setDrifted(ref, rule.mode !== 'warn');
     if (attempt === 0) this.d.metrics.driftDetected.inc({ source: 'watch', resource: `${ref.resource}.${ref.group}` });
@@ -473,7 +547,7 @@ export class Watcher {
       this.d.events.record(involved, 'Warning', 'SpecDriftFight', `Another writer keeps changing ${pointers}; spec-guard keeps reverting, each time after a longer wait (up to 5 min)`);
       this.d.logger.warn('another writer keeps changing a guarded object; reverts back off', { key });
     }
-    const ops = [...rule.view.restoreOps(entryValues(obs.entry), object), ...stampPatch(object, obs.entry.stamp)];
+    const ops = [...rule.view.restoreOps(entryValues(obs.entry), object), ...moveBack, ...stampPatch(object, obs.entry.stamp)];
     if (await this.tryPatch(ref, object, ops, seenAt, attempt, 'revert')) {
       this.d.metrics.reverts.inc({ resource: `${ref.resource}.${ref.group}`, result: 'reverted' });
       this.d.metrics.revertLatency.observe((Date.now() - seenAt) / 1000);

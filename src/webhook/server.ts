@@ -31,6 +31,11 @@ export interface WebhookServerOptions {
    * refuses the delete: admitting it without a tombstone would get the object recreated.
    */
   recordTombstone?: (req: AdmissionRequest) => Promise<void>;
+  /**
+   * Makes the labels of a request's namespace known before the decision reads them (rules
+   * that select namespaces by label): a namespace created a moment ago is read.
+   */
+  knowNamespace?: (namespace: string) => Promise<void>;
 }
 
 function sendJson(res: ServerResponse, code: number, body: unknown): void {
@@ -73,6 +78,9 @@ function admissionHandler(options: WebhookServerOptions) {
       return;
     }
     const context = options.decisionContext();
+    if (request.namespace && options.knowNamespace && context.policy.readsNamespaceLabels && !context.namespaceLabels?.(request.namespace)) {
+      await options.knowNamespace(request.namespace);
+    }
     let decision = decide(request, webhook, context);
     if (decision.kind === 'allow' && decision.tombstone && !request.dryRun && options.recordTombstone) {
       try {

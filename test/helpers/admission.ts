@@ -50,7 +50,7 @@ export const keyOf = (req: AdmissionRequest) =>
 
 /** Gives `object` the stamp a trusted write of its current view would have received a second before the request (or at `seq`). */
 export function stamp(t: TestContext, req: AdmissionRequest, object: KubeObject, seq = t.ctx.now - 1000): void {
-  const rule = t.policy.match(req.resource.group, req.resource.resource, req.namespace, [object.metadata?.labels])!;
+  const rule = t.policy.match(req.resource.group, req.resource.resource, req.namespace, [object.metadata])!;
   object.metadata!.annotations = {
     ...object.metadata!.annotations,
     [STAMP_ANNOTATION]: t.stamper.stamp(rule.view.of(object).hash, keyOf(req), seq),
