@@ -220,8 +220,28 @@ export function decide(req: AdmissionRequest, webhook: Webhook, ctx: DecisionCon
   }
 }
 
+/**
+ * A namespace's labels may select it for rules (namespaceSelector): an untrusted write may
+ * label a namespace into a selection (more is guarded), not out of one (its objects would be
+ * unguarded at once).
+ */
+function decideNamespace(req: AdmissionRequest, ctx: DecisionContext): Decision {
+  if (req.operation !== 'UPDATE' || ctx.policy.isTrusted(req.userInfo)) return { kind: 'allow', reason: 'unguarded' };
+  const name = req.name || req.object?.metadata?.name || '';
+  const leaves = ctx.policy.namespaceLeaves(name, req.oldObject?.metadata?.labels, req.object?.metadata?.labels);
+  if (leaves.length === 0) return { kind: 'allow', reason: 'unguarded' };
+  const what = `namespace ${name} out of the namespaces whose ${leaves.map((r) => r.config.resource).join(', ')} spec-guard guards (resources[${leaves.map((r) => r.index).join('], resources[')}])`;
+  if (leaves.every((r) => r.mode === 'warn')) return { kind: 'allow', reason: 'warned', warnings: [`spec-guard: this write takes ${what}`] };
+  return {
+    kind: 'deny',
+    changed: ['/metadata/labels'],
+    message: `spec-guard: this write takes ${what}, by its labels. Only the source of truth's identity may; to stop guarding an agent, change spec-guard's configuration.`,
+  };
+}
+
 function decideGuarded(req: AdmissionRequest, webhook: Webhook, ctx: DecisionContext): Decision {
   if (req.subResource) return { kind: 'allow', reason: 'subresource' };
+  if (req.resource.group === '' && req.resource.resource === 'namespaces' && ctx.policy.readsNamespaceLabels) return decideNamespace(req, ctx);
   const object = req.object ?? undefined;
   const old = req.oldObject ?? undefined;
   const rule = ctx.policy.match(req.resource.group, req.resource.resource, req.namespace, [object?.metadata, old?.metadata], ctx.namespaceLabels);

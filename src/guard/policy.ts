@@ -81,6 +81,16 @@ export class Policy {
     return undefined;
   }
 
+  /**
+   * The rules that select namespaces by label and would no longer select this namespace
+   * after its labels change: taking a namespace out of a selection unguards its objects.
+   */
+  namespaceLeaves(namespace: string, before: Record<string, string> | undefined, after: Record<string, string> | undefined): Rule[] {
+    return this.rules.filter(
+      (r) => r.selection.byNamespaceLabels && r.mode !== 'off' && r.selection.inNamespace(namespace, () => before ?? {}) && !r.selection.inNamespace(namespace, () => after ?? {}),
+    );
+  }
+
   /** Every label and annotation key the rules of a resource select by. */
   selectionKeys(group: string, resource: string): SelectionKeys {
     const rules = this.byResource.get(`${group}/${resource}`) ?? [];

@@ -71,3 +71,20 @@ export function membership(rule: Rule, root: string, scope: CelScope): string {
 
 /** Can a write change whether an object is in this rule's selection (by its labels or annotations)? */
 export const selectsByMetadata = (rule: Rule): boolean => rule.selection.keys.labelKeys.length > 0 || rule.selection.keys.annotationKeys.length > 0;
+
+/** CEL: is this request an UPDATE of a namespace? */
+export const isNamespaceUpdate = "request.resource.group == '' && request.resource.resource == 'namespaces' && request.operation == 'UPDATE'";
+
+/**
+ * CEL: does this namespace UPDATE take the namespace out of a selection of `rules` (those that
+ * select namespaces by label)? Its old labels are selected, its new ones not.
+ */
+export function namespaceLeavesExpression(rules: Rule[]): string | undefined {
+  const selecting = rules.filter((r) => r.config.namespaceSelector && r.mode !== 'off');
+  if (!selecting.length) return undefined;
+  const selected = (r: Rule, root: string) => `(${selectorExpression(r.config.namespaceSelector, r.config.namespaceSelector!.matchLabels, celMetadataMap(root, 'labels'))})`;
+  return `${isNamespaceUpdate} && (${selecting.map((r) => `(${selected(r, 'oldObject')} && !${selected(r, 'object')})`).join(' || ')})`;
+}
+
+/** The admission rule for namespace UPDATEs, where a rule selects namespaces by label. */
+export const namespaceUpdateRule = { apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'], operations: ['UPDATE'], scope: 'Cluster' };

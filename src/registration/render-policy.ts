@@ -1,6 +1,6 @@
 import type { Policy, Rule, IgnoreTree } from '../guard/index.js';
 import { buildIgnoreTree, parsePointer } from '../guard/index.js';
-import { celList, celString, celStamp, celValueAt, identityExpression, membership, type CelScope } from './cel.js';
+import { celList, celString, celStamp, celValueAt, identityExpression, membership, namespaceLeavesExpression, namespaceUpdateRule, type CelScope } from './cel.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 
 /**
@@ -130,6 +130,15 @@ export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string
     });
   }
 
+  // Labelling a namespace out of a selection would unguard its objects at once.
+  const leaves = namespaceLeavesExpression(covered);
+  if (leaves) {
+    validations.push({
+      expression: `!(${leaves})`,
+      messageExpression: `'spec-guard: this write takes namespace ' + request.name + ' out of the namespaces spec-guard guards, by its labels. Only the source of truth\\'s identity may; to stop guarding an agent, change spec-guard\\'s configuration. (spec-guard admission policy)'`,
+      reason: 'Forbidden',
+    });
+  }
   const metadata = { name: ADMISSION_OBJECT_NAME, labels: MANAGED_BY_LABEL };
   const vap = {
     apiVersion: 'admissionregistration.k8s.io/v1',
@@ -138,7 +147,7 @@ export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string
     spec: {
       failurePolicy: 'Fail',
       matchConstraints: {
-        resourceRules: resourceRules(covered, ['CREATE', 'UPDATE', 'DELETE']),
+        resourceRules: [...resourceRules(covered, ['CREATE', 'UPDATE', 'DELETE']), ...(leaves ? [namespaceUpdateRule] : [])],
         namespaceSelector: namespaceSelector(policy, excludedNamespaces),
         matchPolicy: 'Equivalent',
       },

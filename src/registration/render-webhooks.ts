@@ -1,6 +1,6 @@
 import type { Policy } from '../guard/index.js';
 import { parsePointer } from '../guard/index.js';
-import { celList, celStamp, celValueAt, identityExpression, membership, selectsByMetadata } from './cel.js';
+import { celList, celStamp, celValueAt, identityExpression, isNamespaceUpdate, membership, namespaceLeavesExpression, namespaceUpdateRule, selectsByMetadata } from './cel.js';
 import { policyCovers, policyDecidesExpression } from './render-policy.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 
@@ -28,7 +28,9 @@ export function guardedChangeExpression(policy: Policy): string {
   for (const rule of policy.rules) {
     if (selectsByMetadata(rule)) changes.push(`(${membership(rule, 'object', 'webhook')}) != (${membership(rule, 'oldObject', 'webhook')})`);
   }
-  return `request.operation != 'UPDATE' || ${changes.join(' || ')}`;
+  const leaves = namespaceLeavesExpression(policy.rules);
+  const guarded = `!(${isNamespaceUpdate}) && (request.operation != 'UPDATE' || ${changes.join(' || ')})`;
+  return leaves ? `(${leaves}) || (${guarded})` : `request.operation != 'UPDATE' || ${changes.join(' || ')}`;
 }
 
 function clientConfig(endpoint: WebhookEndpoint, path: string, caBundle: string): Record<string, unknown> {
@@ -119,7 +121,7 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
         ...common,
         name: 'guard.spec-guard.io',
         clientConfig: clientConfig(options.endpoint, '/validate', options.caBundle),
-        rules: resourceRules(policy.rules, ['CREATE', 'UPDATE', 'DELETE']),
+        rules: [...resourceRules(policy.rules, ['CREATE', 'UPDATE', 'DELETE']), ...(policy.readsNamespaceLabels ? [namespaceUpdateRule] : [])],
         failurePolicy: guardFailurePolicy,
         matchConditions: [isUntrusted, guardedChange, ...(splitNormalized ? [notNormalized] : [])],
       },

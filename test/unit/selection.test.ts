@@ -35,6 +35,27 @@ describe('rules that select namespaces by label', () => {
     expect(decide(aliceEdit('agent-new'), 'validate', t.ctx).kind).toBe('deny');
   });
 
+  it('refuse labelling a namespace out of the selection, for anyone untrusted; labelling one in is the administrator’s to do', () => {
+    const t = context(agentNamespaces);
+    const { request } = review('alice-update-spec');
+    const namespaceUpdate = (before: Record<string, string>, after: Record<string, string>, user = 'alice') => ({
+      ...request,
+      kind: { group: '', version: 'v1', kind: 'Namespace' },
+      resource: { group: '', version: 'v1', resource: 'namespaces' },
+      namespace: undefined,
+      name: 'agent-a',
+      userInfo: { username: user },
+      oldObject: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'agent-a', labels: before } },
+      object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'agent-a', labels: after } },
+    });
+    const out = decide(namespaceUpdate({ [AGENT_LABEL]: 'true' }, {}), 'validate', t.ctx);
+    expect(out.kind === 'deny' && out.message).toContain('takes namespace agent-a out of the namespaces whose applications spec-guard guards');
+    expect(decide(namespaceUpdate({ [AGENT_LABEL]: 'true' }, { [AGENT_LABEL]: 'false' }), 'validate', t.ctx).kind).toBe('deny');
+    expect(decide(namespaceUpdate({}, { [AGENT_LABEL]: 'true' }), 'validate', t.ctx).kind).toBe('allow');
+    expect(decide(namespaceUpdate({ [AGENT_LABEL]: 'true' }, { [AGENT_LABEL]: 'true', team: 'x' }), 'validate', t.ctx).kind).toBe('allow');
+    expect(decide(namespaceUpdate({ [AGENT_LABEL]: 'true' }, {}, AGENT), 'validate', t.ctx).kind).toBe('allow');
+  });
+
   it('treat a namespace whose labels are unknown as selected (the guard errs on the safe side)', () => {
     const t = context(agentNamespaces);
     t.ctx.namespaceLabels = () => undefined;
@@ -109,6 +130,9 @@ describe('rendering of the new selections', () => {
     expect(variables).toContain(`['${AGENT_LABEL}'] == 'true'`);
     expect(variables).toContain(`matches('^(.*-.*)$')`);
     expect(variables).toContain(`'${SOURCE_UID}' in`);
+    const spec = objects.ValidatingAdmissionPolicy.spec;
+    expect(spec.matchConstraints.resourceRules).toContainEqual(expect.objectContaining({ resources: ['namespaces'], operations: ['UPDATE'] }));
+    expect(spec.validations.at(-1).expression).toContain(`'${AGENT_LABEL}' in`);
     // Webhook match conditions cannot see the namespace: the webhook decides, so none reads it.
     const webhooks = JSON.stringify([objects.MutatingWebhookConfiguration, objects.ValidatingWebhookConfiguration]);
     expect(webhooks).not.toContain('namespaceObject');
