@@ -34,6 +34,9 @@ export interface RequestOptions {
  * are made here so JSON patches and long watches are under our control (client-node's
  * informers can stall silently).
  */
+/** A request body as sent: text as is, anything else as JSON. */
+const bodyText = (body: unknown): string => (typeof body === 'string' ? body : JSON.stringify(body));
+
 export class KubeClient {
   private readonly server: URL;
   private readonly agent: http.Agent;
@@ -93,11 +96,16 @@ export class KubeClient {
     return headers;
   }
 
-  private async open(method: string, path: string, options: RequestOptions): Promise<http.ClientRequest> {
+  private async open(method: string, path: string, options: RequestOptions, body?: string): Promise<http.ClientRequest> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
     const headers: Record<string, string> = { ...(this.base.headers as Record<string, string>), ...(await this.authHeaders()), accept: 'application/json', ...options.headers };
-    if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+    if (body !== undefined) {
+      headers['content-type'] = options.contentType ?? 'application/json';
+      // Node frames a DELETE body neither as chunks nor by length unless told: the apiserver
+      // would read it as the start of the next request on the kept-alive connection.
+      headers['content-length'] = String(Buffer.byteLength(body));
+    }
     const transport = url.protocol === 'https:' ? https : http;
     return transport.request(url, { ...this.base, method, headers, agent: this.agent, signal: options.signal, timeout: options.timeoutMs });
   }
@@ -114,7 +122,8 @@ export class KubeClient {
   }
 
   private async once<T>(method: string, path: string, options: RequestOptions): Promise<T> {
-    const req = await this.open(method, path, options);
+    const payload = options.body === undefined ? undefined : bodyText(options.body);
+    const req = await this.open(method, path, options, payload);
     return new Promise<T>((resolve, reject) => {
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out after ${options.timeoutMs} ms`)));
       req.on('error', reject);
@@ -137,7 +146,7 @@ export class KubeClient {
           reject(new KubeError(status, st?.reason ?? 'Unknown', `${method} ${path}: ${status} ${st?.message ?? text.slice(0, 200)}`));
         });
       });
-      if (options.body !== undefined) req.write(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
+      if (payload !== undefined) req.write(payload);
       req.end();
     });
   }

@@ -32,13 +32,15 @@ export const celMetadataMap = (root: string, field: 'labels' | 'annotations') =>
   `(${root} != null && '${field}' in ${root}.metadata && ${root}.metadata.${field} != null ? ${root}.metadata.${field} : {})`;
 
 /** CEL that is true when the string map `labels` matches a label selector (`matches`: its matchLabels or matchAnnotations). */
-function selectorExpression(selector: Pick<LabelSelector, 'matchExpressions'> | undefined, matches: Record<string, string> | undefined, labels: string): string {
+function selectorExpression(selector: Pick<LabelSelector, 'matchExpressions'> | undefined, matches: Record<string, string> | undefined, labels: string, present?: string): string {
+  // `present`: a test that must hold before `labels` is read (a typed object's optional field).
+  const hasKey = (key: string) => `${present ? `${present} && ` : ''}${celString(key)} in ${labels}`;
   const terms: string[] = [];
   for (const [key, value] of Object.entries(matches ?? {})) {
-    terms.push(`(${celString(key)} in ${labels} && ${labels}[${celString(key)}] == ${celString(value)})`);
+    terms.push(`(${hasKey(key)} && ${labels}[${celString(key)}] == ${celString(value)})`);
   }
   for (const req of selector?.matchExpressions ?? []) {
-    const has = `${celString(req.key)} in ${labels}`;
+    const has = hasKey(req.key);
     const inValues = `(${has} && ${labels}[${celString(req.key)}] in ${celList(req.values ?? [])})`;
     terms.push(
       req.operator === 'In' ? inValues : req.operator === 'NotIn' ? `!${inValues}` : req.operator === 'Exists' ? `(${has})` : `!(${has})`,
@@ -60,7 +62,9 @@ export function membership(rule: Rule, root: string, scope: CelScope): string {
   const terms = [`${root} != null`, `request.resource.group == ${celString(group)}`, `request.resource.resource == ${celString(resource)}`];
   if (namespaces) terms.push(`request.namespace in ${celList(namespaces)}`);
   if (namespaceSelector && scope === 'policy') {
-    terms.push(`namespaceObject != null && (${selectorExpression(namespaceSelector, namespaceSelector.matchLabels, celMetadataMap('namespaceObject', 'labels'))})`);
+    // namespaceObject is typed (a Namespace), unlike object: its optional labels are tested with has().
+    const labels = selectorExpression(namespaceSelector, namespaceSelector.matchLabels, 'namespaceObject.metadata.labels', 'has(namespaceObject.metadata.labels)');
+    terms.push(`namespaceObject != null && (${labels})`);
   }
   // A create by generateName has no name while it is mutated: it may become one that matches.
   if (names) terms.push(`(!('name' in ${root}.metadata) || ${root}.metadata.name == '' || ${root}.metadata.name.matches(${celString(namePatternRegex(names))}))`);

@@ -126,7 +126,7 @@ describe('rendering of the new selections', () => {
   it('the admission policy reads the namespace’s labels, the name and the annotations', () => {
     const objects = renderAdmissionObjects(policy, { endpoint: { url: 'https://127.0.0.1:1' }, caBundle: '', excludedNamespaces: ['kube-system'] }) as Record<string, any>;
     const variables = objects.ValidatingAdmissionPolicy.spec.variables.map((v: { expression: string }) => v.expression).join('\n');
-    expect(variables).toContain(`namespaceObject != null && 'labels' in namespaceObject.metadata`);
+    expect(variables).toContain(`namespaceObject != null && ((has(namespaceObject.metadata.labels) && '${AGENT_LABEL}' in namespaceObject.metadata.labels`);
     expect(variables).toContain(`['${AGENT_LABEL}'] == 'true'`);
     expect(variables).toContain(`matches('^(.*-.*)$')`);
     expect(variables).toContain(`'${SOURCE_UID}' in`);
