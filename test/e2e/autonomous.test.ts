@@ -94,20 +94,36 @@ function agentNamespace(name: string): void {
   kubectlOk(ADMIN, ['apply', '--server-side', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [AGENT_LABEL]: 'true' } } }) });
 }
 
+/** A clean slate for one spec-guard: no admission objects, no Lease, the agent's namespace, the overlay's config and RBAC. */
+function prepare(agent: string): { config: string; rbac: string } {
+  unregister();
+  kubectl(ADMIN, ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+  agentNamespace(agent);
+  const config = overlayConfig();
+  return { config, rbac: applyOverlayRbac(config) };
+}
+
+/** Stops spec-guard and removes what the suite made (namespaces stay Terminating: no controller-manager here). */
+async function cleanUp(sg: SpecGuard | undefined, rbac: string, projects: string[], namespaces: string[]): Promise<void> {
+  await sg?.stop();
+  unregister();
+  kubectl(ADMIN, ['delete', 'appproject', '-n', 'argocd', ...projects, '--ignore-not-found', '--wait=false']);
+  kubectl(ADMIN, ['delete', 'namespace', ...namespaces, '--ignore-not-found', '--wait=false']);
+  kubectl(ADMIN, ['delete', 'secret', '-n', 'spec-guard', 'spec-guard-e2e-autonomous', '--ignore-not-found']);
+  if (rbac) kubectl(ADMIN, ['delete', '-f', '-', '--ignore-not-found'], { input: rbac });
+}
+
 describeLocal('autonomous agents on the principal (the principal-autonomous overlay)', () => {
   let sg: SpecGuard | undefined;
   let rbac = '';
 
   beforeAll(async () => {
-    unregister();
-    kubectl(ADMIN, ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
-    agentNamespace(A);
+    const prepared = prepare(A);
+    rbac = prepared.rbac;
     kubectl(ADMIN, ['create', 'namespace', TEAM]);
     // The principal's own project, as Argo CD installs it.
     kubectl(ADMIN, ['apply', '--server-side', '-f', '-'], { input: JSON.stringify({ apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'default', namespace: 'argocd' }, spec: { sourceRepos: ['*'], destinations: [{ server: '*', namespace: '*' }] } }) });
-    const config = overlayConfig();
-    rbac = applyOverlayRbac(config);
-    sg = await startSpecGuard(config);
+    sg = await startSpecGuard(prepared.config);
     // In force once the admission policy refuses to label an agent namespace out (validating
     // policies run before validating webhooks; for Applications the mutating webhook answers first).
     await waitFor('the admission policy in force', () => kubectl(ADMIN, ['label', 'namespace', A, `${AGENT_LABEL}-`, '--dry-run=server']).stderr.includes(POLICY_DENIED), 15_000, 100);
@@ -115,14 +131,7 @@ describeLocal('autonomous agents on the principal (the principal-autonomous over
     await principal.createApplication(A, 'guestbook');
   });
 
-  afterAll(async () => {
-    await sg?.stop();
-    unregister();
-    kubectl(ADMIN, ['delete', 'appproject', '-n', 'argocd', COPY, `${A}-other`, 'team-x', '--ignore-not-found', '--wait=false']);
-    kubectl(ADMIN, ['delete', 'namespace', A, B, TEAM, '--ignore-not-found', '--wait=false']);
-    kubectl(ADMIN, ['delete', 'secret', '-n', 'spec-guard', 'spec-guard-e2e-autonomous', '--ignore-not-found']);
-    if (rbac) kubectl(ADMIN, ['delete', '-f', '-', '--ignore-not-found'], { input: rbac });
-  });
+  afterAll(() => cleanUp(sg, rbac, [COPY, `${A}-other`, 'team-x'], [A, B, TEAM]));
 
   it('1. the synced Application and AppProject copies are stamped', async () => {
     await waitForStamp('appproject', 'argocd', COPY);
@@ -185,7 +194,20 @@ describeLocal('autonomous agents on the principal (the principal-autonomous over
     kubectlOk(ADMIN, ['label', 'namespace', TEAM, 'purpose=apps']);
   });
 
-  it('6. the principal’s updates (annotations replaced wholesale) pass and get their stamp back; its Foreground delete stays deleted', async () => {
+  it('6. with spec-guard down, the admission policy alone refuses the same edits and escapes, and admits the administrator’s own', async () => {
+    await sg!.stop();
+    const refusedByPolicy = (r: { code: number; stderr: string }) => r.code !== 0 && r.stderr.includes(POLICY_DENIED);
+    expect(refusedByPolicy(kubectl(ADMIN, ['patch', 'appproject', '-n', 'argocd', COPY, '--type=merge', '-p', '{"spec":{"sourceRepos":["*"]}}']))).toBe(true);
+    expect(refusedByPolicy(kubectl(ADMIN, ['patch', 'application', '-n', B, 'billing', '--type=merge', '-p', '{"spec":{"source":{"targetRevision":"evil"}}}']))).toBe(true);
+    expect(refusedByPolicy(kubectl(ADMIN, ['annotate', 'appproject', '-n', 'argocd', COPY, `${SOURCE_UID}-`]))).toBe(true);
+    expect(refusedByPolicy(kubectl(ADMIN, ['label', 'namespace', B, `${AGENT_LABEL}-`]))).toBe(true);
+    expect(refusedByPolicy(kubectl(ADMIN, ['delete', 'application', '-n', A, 'guestbook', '--wait=false']))).toBe(true);
+    kubectlOk(ADMIN, ['patch', 'appproject', '-n', 'argocd', 'default', '--type=merge', '-p', '{"spec":{"description":"edited while spec-guard is down"}}']);
+    kubectlOk(ADMIN, ['patch', 'application', '-n', TEAM, 'own', '--type=merge', '-p', '{"spec":{"source":{"targetRevision":"v3"}}}']);
+    sg = await startSpecGuard(overlayConfig());
+  });
+
+  it('7. the principal’s updates (annotations replaced wholesale) pass and get their stamp back; its Foreground delete stays deleted', async () => {
     const before = stampOf('appproject', 'argocd', COPY);
     const updated = await principal.updateProject(COPY, ['https://github.com/example/*', 'https://github.com/other/*'], A);
     expect(updated.metadata.annotations[STAMP_ANNOTATION]).toMatch(/^v2\./);
@@ -214,11 +236,8 @@ describeLocal('autonomous agents: the watcher, behind admission', () => {
   let rbac = '';
 
   beforeAll(async () => {
-    unregister();
-    kubectl(ADMIN, ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
-    agentNamespace(C);
-    const config = overlayConfig();
-    rbac = applyOverlayRbac(config);
+    const { config, rbac: applied } = prepare(C);
+    rbac = applied;
     // Only the stamp webhook (the mutating configuration without its guard webhook): untrusted
     // writes pass admission, as in a blind window of the guard layer; trusted ones are stamped.
     sg = await startSpecGuard(config, ['--no-register']);
@@ -233,16 +252,9 @@ describeLocal('autonomous agents: the watcher, behind admission', () => {
     await waitForStamp('application', C, 'guestbook');
   });
 
-  afterAll(async () => {
-    await sg?.stop();
-    unregister();
-    kubectl(ADMIN, ['delete', 'appproject', '-n', 'argocd', CCOPY, '--ignore-not-found', '--wait=false']);
-    kubectl(ADMIN, ['delete', 'namespace', C, '--ignore-not-found', '--wait=false']);
-    kubectl(ADMIN, ['delete', 'secret', '-n', 'spec-guard', 'spec-guard-e2e-autonomous', '--ignore-not-found']);
-    if (rbac) kubectl(ADMIN, ['delete', '-f', '-', '--ignore-not-found'], { input: rbac });
-  });
+  afterAll(() => cleanUp(sg, rbac, [CCOPY], [C]));
 
-  it('7. an AppProject copy moved out of its selection (annotation removed) and widened behind admission is moved back and restored', async () => {
+  it('8. an AppProject copy moved out of its selection (annotation removed) and widened behind admission is moved back and restored', async () => {
     kubectlOk(ADMIN, ['patch', 'appproject', '-n', 'argocd', CCOPY, '--type=json', '-p', JSON.stringify([
       { op: 'remove', path: `/metadata/annotations/${SOURCE_UID.replace('/', '~1')}` },
       { op: 'replace', path: '/spec/sourceRepos', value: ['*'] },
@@ -253,7 +265,7 @@ describeLocal('autonomous agents: the watcher, behind admission', () => {
     }, 5_000, 100);
   });
 
-  it('8. an agent’s Application edited behind admission, in a namespace selected by its label, is reverted', async () => {
+  it('9. an agent’s Application edited behind admission, in a namespace selected by its label, is reverted', async () => {
     kubectlOk(ADMIN, ['patch', 'application', '-n', C, 'guestbook', '--type=merge', '-p', '{"spec":{"source":{"targetRevision":"evil"}}}']);
     await waitFor('the Application reverted', () => getJson(['application', '-n', C, 'guestbook']).spec.source.targetRevision === 'HEAD', 5_000, 100);
   });
