@@ -5,6 +5,9 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export default async function globalSetup() {
+  // Helm v4, built from the Go module proxy like the apiserver (the chart's tests).
+  const buildHelm = fileURLToPath(new URL('../../scripts/build-helm.sh', import.meta.url));
+  process.env.SPEC_GUARD_HELM ??= execFileSync('bash', [buildHelm], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const existing = process.env.SPEC_GUARD_E2E_KUBECONFIG;
   if (existing) {
     process.env.SPEC_GUARD_E2E_SELF_KUBECONFIG ??= existing;

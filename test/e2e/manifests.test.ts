@@ -14,8 +14,6 @@ describe('manifests/', () => {
     // principal-autonomous would replace spec-guard's RBAC under the running suite: dry run.
     // On kind the installed overlay carries the image built there: dry runs only.
     const dryRun = overlay === 'managed-agent' && !inCluster ? [] : ['--dry-run=server'];
-    // Its RBAC is namespaced to the agents' namespaces, which exist on a real principal.
-    if (overlay === 'principal-autonomous') kubectl([], ['create', 'namespace', 'agent-autonomous']);
     const applied = kubectl([], ['apply', '--server-side', '--field-manager=spec-guard-install', ...dryRun, '-f', '-'], { input: rendered });
     expect(applied.stderr).toBe('');
     expect(applied.code).toBe(0);

@@ -1,0 +1,17 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from '@jest/globals';
+import { chartValuesSchema } from '../../scripts/chart-values-schema.js';
+
+const root = new URL('../../', import.meta.url);
+const read = (file: string) => readFileSync(new URL(file, root), 'utf8');
+
+describe('the Helm chart', () => {
+  it('values.schema.json is current (npm run schema), and checks `config` with the configuration schema', () => {
+    expect(JSON.parse(read('charts/spec-guard/values.schema.json'))).toEqual(chartValuesSchema());
+    expect(JSON.stringify(chartValuesSchema())).toContain('"normalizedWriters"');
+  });
+
+  it.each(['managed-agent', 'principal-autonomous'])('the %s profile is the kustomize overlay’s configuration, byte for byte', (profile) => {
+    expect(read(`charts/spec-guard/profiles/${profile}.yaml`)).toBe(read(`manifests/overlays/${profile}/config.yaml`));
+  });
+});
