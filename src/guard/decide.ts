@@ -10,7 +10,7 @@ import { type Policy, type Rule } from './policy.js';
 import type { AdmissionRequest, KubeObject } from '../kube/types.js';
 import type { Decision, Webhook } from './decision.js';
 import { stampPatch } from './stamp-patch.js';
-import { selectionRestoreOps, type NamespaceLabels } from './selection.js';
+import { selectable, selectionRestoreOps, type NamespaceLabels } from './selection.js';
 
 export interface DecisionContext {
   policy: Policy;
@@ -156,8 +156,8 @@ function generatedName(prefix: string, uid: string): string {
 /** Does this write move the object into or out of a rule's selection (its labels or annotations)? */
 function selectionChanged(req: AdmissionRequest, ctx: DecisionContext): boolean {
   const { group, resource } = req.resource;
-  const before = ctx.policy.match(group, resource, req.namespace, [req.oldObject?.metadata], ctx.namespaceLabels);
-  const after = ctx.policy.match(group, resource, req.namespace, [req.object?.metadata], ctx.namespaceLabels);
+  const before = ctx.policy.match(group, resource, req.namespace, [selectable(req.oldObject)], ctx.namespaceLabels);
+  const after = ctx.policy.match(group, resource, req.namespace, [selectable(req.object)], ctx.namespaceLabels);
   return before !== after;
 }
 
@@ -244,7 +244,7 @@ function decideGuarded(req: AdmissionRequest, webhook: Webhook, ctx: DecisionCon
   if (req.resource.group === '' && req.resource.resource === 'namespaces' && ctx.policy.readsNamespaceLabels) return decideNamespace(req, ctx);
   const object = req.object ?? undefined;
   const old = req.oldObject ?? undefined;
-  const rule = ctx.policy.match(req.resource.group, req.resource.resource, req.namespace, [object?.metadata, old?.metadata], ctx.namespaceLabels);
+  const rule = ctx.policy.match(req.resource.group, req.resource.resource, req.namespace, [selectable(object), selectable(old)], ctx.namespaceLabels);
   if (!rule) return { kind: 'allow', reason: 'unguarded' };
 
   const key = objectKey(req.resource.group, req.resource.resource, req.namespace, req.name || object?.metadata?.name || '');

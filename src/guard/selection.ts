@@ -15,6 +15,13 @@ export interface Selectable {
   annotations?: Record<string, string>;
 }
 
+/**
+ * What selection reads of a version of an object that exists: an object without metadata
+ * selects as one with empty metadata (never as no object, which would select nothing).
+ */
+export const selectable = (object: { metadata?: Selectable } | null | undefined): Selectable | undefined =>
+  object ? (object.metadata ?? {}) : undefined;
+
 /** The labels of a namespace; undefined when they are not known (selected: the guard errs on the safe side). */
 export type NamespaceLabels = (namespace: string) => StringMap;
 

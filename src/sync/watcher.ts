@@ -245,7 +245,7 @@ export class Watcher {
   private ruleFor(group: string, resource: string, object: KubeObject, key: string): Rule | undefined {
     const entry = this.d.cache.get(key);
     const canonical = entry && { name: object.metadata?.name, labels: entry.labels, annotations: entry.annotations };
-    const rule = this.d.policy.match(group, resource, object.metadata?.namespace, [object.metadata, canonical], this.d.namespaces?.get);
+    const rule = this.d.policy.match(group, resource, object.metadata?.namespace, [object.metadata ?? {}, canonical], this.d.namespaces?.get);
     return rule && rule.mode !== 'off' ? rule : undefined;
   }
 

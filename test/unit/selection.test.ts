@@ -69,6 +69,16 @@ describe('rules that select namespaces by label', () => {
   });
 });
 
+describe('an object without metadata', () => {
+  it('is selected as one with empty metadata, never as no object (found by the fuzzer: its spec change was admitted)', () => {
+    const t = context('namespaces: [argocd]');
+    const { request } = review('alice-update-spec');
+    delete request.object!.metadata;
+    delete request.oldObject!.metadata;
+    expect(decide(request, 'validate', t.ctx).kind).toBe('deny');
+  });
+});
+
 describe('rules that select objects by name pattern and annotation', () => {
   const copies = `names: ["*-*"]\nannotationSelector:\n  matchExpressions: [{key: ${SOURCE_UID}, operator: Exists}]`;
 
