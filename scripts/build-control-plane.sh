@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver and etcd from the Go module proxy into the cache folder.
 # Reuses the machine's Go build and module caches, so a second build only links.
-# Usage: scripts/build-control-plane.sh   (prints the bin folder)
+# Usage: scripts/build-control-plane.sh   (prints the kube-apiserver binary, then the etcd one)
+# SPEC_GUARD_KUBE_VERSION picks another Kubernetes version (scripts/versions.sh).
 set -euo pipefail
 
-KUBE_VERSION="${SPEC_GUARD_KUBE_VERSION:-v1.34.4}"
-ETCD_VERSION="${SPEC_GUARD_ETCD_VERSION:-v3.6.16}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/versions.sh
+source "$root/scripts/versions.sh"
+KUBE_VERSION="${SPEC_GUARD_KUBE_VERSION:-$KUBE_VERSION_DEFAULT}"
+ETCD_VERSION="${SPEC_GUARD_ETCD_VERSION:-$ETCD_VERSION_DEFAULT}"
 cache="${SPEC_GUARD_CACHE:-$root/.cache}"
 bin="$cache/bin"
 mkdir -p "$bin"
@@ -18,7 +21,7 @@ log() { printf '[build-control-plane] %s\n' "$*" >&2; }
 # directives, which `go install mod@version` refuses. A throwaway wrapper module
 # requires MODULE and replaces each such sibling with its published LOCAL_VERSION.
 wrapped_build() {
-  local module="$1" version="$2" package="$3" out="$4" local_version="$5"
+  local module="$1" version="$2" package="$3" out="$4" local_version="$5" ldflags="${6:-}"
   [[ -x "$out" ]] && return 0
   local wrapper
   wrapper="$cache/modules/$(basename "$out")"
@@ -31,7 +34,7 @@ wrapped_build() {
     printf ')\n'
   } >"$wrapper/go.mod"
   log "building $package $version (the first build takes several minutes)"
-  (cd "$wrapper" && go get "$package@$version" >&2 && CGO_ENABLED=0 go build -o "$out.tmp" "$package" >&2)
+  (cd "$wrapper" && go get "$package@$version" >&2 && CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$out.tmp" "$package" >&2)
   mv "$out.tmp" "$out"
 }
 
@@ -42,8 +45,13 @@ if ! wrapped_build go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/ser
 fi
 # k8s.io/kubernetes replaces its staging modules (k8s.io/api …) with ./staging; their
 # published tags are v0.X.Y for release v1.X.Y.
+# The version the apiserver reports (/version, and the emulation version it derives from it):
+# what `make` stamps into a release build; a plain `go build` leaves a placeholder.
+minor="${KUBE_VERSION#v1.}"
+minor="${minor%%.*}"
+version_pkg=k8s.io/component-base/version
+kube_ldflags="-X $version_pkg.gitVersion=$KUBE_VERSION -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor -X $version_pkg.gitTreeState=clean"
 wrapped_build k8s.io/kubernetes "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-apiserver \
-  "$bin/kube-apiserver-$KUBE_VERSION" "v0.${KUBE_VERSION#v1.}"
-ln -sf "kube-apiserver-$KUBE_VERSION" "$bin/kube-apiserver"
-ln -sf "etcd-$ETCD_VERSION" "$bin/etcd"
-echo "$bin"
+  "$bin/kube-apiserver-$KUBE_VERSION" "v0.${KUBE_VERSION#v1.}" "$kube_ldflags"
+echo "$bin/kube-apiserver-$KUBE_VERSION"
+echo "$bin/etcd-$ETCD_VERSION"

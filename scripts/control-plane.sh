@@ -115,19 +115,22 @@ up() {
     echo "$kubeconfig"; return 0
   fi
   [[ -d "$state" ]] && down_quiet
-  local bin; bin="$("$root/scripts/build-control-plane.sh")"
+  local built apiserver_bin etcd_bin
+  built="$("$root/scripts/build-control-plane.sh")"
+  apiserver_bin="$(sed -n 1p <<<"$built")"
+  etcd_bin="$(sed -n 2p <<<"$built")"
   mkdir -p "$state/etcd"
   make_pki
   write_admission_config
   log "starting etcd on 127.0.0.1:$etcd_port"
-  setsid "$bin/etcd" --name "$name" --data-dir "$state/etcd" --unsafe-no-fsync \
+  setsid "$etcd_bin" --name "$name" --data-dir "$state/etcd" --unsafe-no-fsync \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$((etcd_port + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((etcd_port + 1))" \
     --initial-cluster "$name=http://127.0.0.1:$((etcd_port + 1))" --listen-metrics-urls "" \
     >"$state/etcd.log" 2>&1 < /dev/null &
   echo $! >"$state/etcd.pid"
   log "starting kube-apiserver on 127.0.0.1:$api_port"
-  setsid "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+  setsid "$apiserver_bin" --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --tls-cert-file "$state/pki/apiserver.crt" --tls-private-key-file "$state/pki/apiserver.key" \
     --client-ca-file "$state/pki/ca.crt" --cert-dir "$state/pki" \

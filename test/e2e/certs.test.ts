@@ -14,6 +14,7 @@ import {
   admin,
   agentApply,
   fixture,
+  getJson,
   inCluster,
   kubectl,
   kubectlOk,
@@ -257,10 +258,13 @@ function startLoad() {
       const patch = [0, 1].map((i) => ({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: injected }));
       kubectlOk([], ['patch', kind, 'spec-guard', '--type=json', '-p', JSON.stringify(patch)]);
     }
+    // ... and the annotation that asks it to (cert-manager's cainjector reads it).
+    kubectlOk([], ['annotate', 'validatingwebhookconfiguration', 'spec-guard', 'cert-manager.io/inject-ca-from=spec-guard/spec-guard-serving']);
     agentApply('certs-files', 'argocd');
     kubectlOk([], ['patch', 'validatingwebhookconfiguration', 'spec-guard', '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/webhooks/0/timeoutSeconds', value: 29 }])]);
     await waitFor('the edit to be undone', () => kubectl([], ['get', 'validatingwebhookconfiguration', 'spec-guard', '-o', 'jsonpath={.webhooks[0].timeoutSeconds}']).stdout === '3', 5000, 50);
     expect(bundleCarries(configBundle('validatingwebhookconfiguration'), ca.cert)).toBe(true);
+    expect(getJson(['validatingwebhookconfiguration', 'spec-guard']).metadata.annotations['cert-manager.io/inject-ca-from']).toBe('spec-guard/spec-guard-serving');
     // The controller's spec writes are left to the webhook by the policy: this one must reach it over the injected CA.
     const controller = kubectl(CONTROLLER, ['patch', 'application', '-n', 'argocd', 'certs-files', '--type=merge', '-p', '{"spec":{"project":"other"}}']);
     expect(controller.code).not.toBe(0);

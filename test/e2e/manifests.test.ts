@@ -1,4 +1,7 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
+import { parseAllDocuments } from 'yaml';
+import { runCli } from '../helpers/cli.js';
 import { inCluster, kubectl, kubectlOk } from './harness.js';
 
 const SELF = '--as=system:serviceaccount:spec-guard:spec-guard';
@@ -18,6 +21,21 @@ describe('manifests/', () => {
     expect(applied.stderr).toBe('');
     expect(applied.code).toBe(0);
     expect(applied.stdout).toContain('deployment.apps/spec-guard serverside-applied');
+  });
+
+  it('the cert-manager component: a CA Issuer and the serving Certificate for the Service; spec-guard serves the Secret and publishes its CA', () => {
+    const dir = '.cache/kustomize/cert-manager';
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(`${dir}/kustomization.yaml`, 'resources: [../../../manifests/overlays/managed-agent]\ncomponents: [../../../manifests/components/cert-manager]\n');
+    const objects = parseAllDocuments(kubectlOk([], ['kustomize', dir])).map((d) => d.toJS() as Record<string, any>);
+    const serving = objects.find((o) => o.kind === 'Certificate' && o.metadata.name === 'spec-guard-serving')!;
+    expect(serving.spec.dnsNames).toContain('spec-guard.spec-guard.svc');
+    expect(serving.spec.issuerRef).toEqual({ name: 'spec-guard-ca', kind: 'Issuer' });
+    const pod = objects.find((o) => o.kind === 'Deployment')!.spec.template.spec;
+    expect(pod.containers[0].args).toEqual(expect.arrayContaining(['--tls-cert-file=/etc/spec-guard/tls/tls.crt', '--tls-key-file=/etc/spec-guard/tls/tls.key', '--tls-ca-file=/etc/spec-guard/tls/ca.crt']));
+    expect(pod.volumes).toContainEqual({ name: 'tls', secret: { secretName: serving.spec.secretName } });
+    // The flags are ones serve takes, in this form.
+    expect(runCli(['serve', '--tls-cert-file=/nonexistent/tls.crt', '--tls-ca-file=/nonexistent/ca.crt', '--config', 'manifests/overlays/managed-agent/config.yaml', '--standalone']).stderr).toContain('--tls-cert-file: goes with --tls-key-file');
   });
 
   it('hardens the pod as the issue asks', () => {

@@ -31,7 +31,20 @@ describe('alert rules and dashboard', () => {
       'SpecGuardBlindWindow',
       'SpecGuardUnattributedChanges',
       'SpecGuardStoreNearlyFull',
+      'SpecGuardStampWebhookFailingOpen',
     ]);
+  });
+
+  it('the dashboard has cluster and namespace variables, every spec-guard series scoped by them, and panels for certificate expiry, webhook errors and repairs', () => {
+    expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual(['datasource', 'cluster', 'namespace']);
+    for (const expr of panelExprs) {
+      for (const m of expr.matchAll(/spec_guard_[a-z_]+(\{[^}]*\})?/g)) expect(m[1]).toContain('cluster=~"$cluster", namespace=~"$namespace"');
+    }
+    const titles = dashboard.panels.map((p: { title: string }) => p.title).join('\n');
+    expect(titles).toMatch(/certificate/i);
+    expect(titles).toMatch(/webhook errors/i);
+    expect(titles).toMatch(/repaired/i);
+    expect(panelExprs.join('\n')).toContain('apiserver_admission_webhook_fail_open_count');
   });
 
   it('only use metrics spec-guard defines', () => {
