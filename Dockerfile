@@ -12,7 +12,9 @@ RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund
 # spec-guard handles SIGTERM itself: it stops being ready, drains in-flight admission
 # requests, hands back the leader lease and exits (node runs as PID 1 here, and needs no
 # init process because it installs its own signal handlers).
-FROM gcr.io/distroless/nodejs24-debian12:nonroot
+# Pinned by digest (the multi-arch index of :nonroot), so that a rebuild ships the same base;
+# refresh it deliberately: docker buildx imagetools inspect gcr.io/distroless/nodejs24-debian12:nonroot
+FROM gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

@@ -5,6 +5,14 @@ import { chartValuesSchema } from '../../scripts/chart-values-schema.js';
 const root = new URL('../../', import.meta.url);
 const read = (file: string) => readFileSync(new URL(file, root), 'utf8');
 
+describe('the image', () => {
+  it('ships a distroless Node.js 24 base pinned by digest, the Node.js the suite runs on', () => {
+    const runtime = read('Dockerfile').split('\n').filter((l) => l.startsWith('FROM ')).pop()!;
+    expect(runtime).toMatch(/^FROM gcr\.io\/distroless\/nodejs24-debian12:nonroot@sha256:[a-f0-9]{64}$/);
+    expect(process.versions.node.split('.')[0]).toBe('24');
+  });
+});
+
 describe('the Helm chart', () => {
   it('values.schema.json is current (npm run schema), and checks `config` with the configuration schema', () => {
     expect(JSON.parse(read('charts/spec-guard/values.schema.json'))).toEqual(chartValuesSchema());
