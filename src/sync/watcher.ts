@@ -361,7 +361,7 @@ export class Watcher {
 
   private scheduleFlush(): void {
     if (this.flushTimer || this.stopped) return;
-    // A whole-file store rewrites everything: under churn, write less often, not more.
+    // Under churn, write less often, not more: the next write waits twice as long as the last took.
     this.flushTimer = setTimeout(() => {
       this.flushing = this.flushing.then(() => this.flush());
     }, Math.max(STORE_FLUSH_MS, 2 * this.lastFlushMs));

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -31,8 +31,9 @@ describe('file store', () => {
     expect([...reloaded.entries.keys()]).toEqual(['g/r/ns/a']);
     expect(reloaded.entries.get('g/r/ns/a')).toEqual(entry('a'.repeat(64)));
     expect(reloaded.tombstones.get('g/r/ns/gone')).toEqual({ uid: 'x', at: '2026-12-02T00:00:00Z' });
-    // Written by rename: no temporary file is left behind.
-    expect(readdirSync(join(dir, 'nested'))).toEqual(['state.json']);
+    // Loading folded the log into the snapshot (written by rename: no temporary file is left).
+    expect(readdirSync(join(dir, 'nested')).sort()).toEqual(['state.json', 'state.json.log']);
+    expect(readFileSync(`${path}.log`, 'utf8')).toBe('');
   });
 
   it('moves a corrupt file aside, reports it, and trusts none of it', async () => {
@@ -64,6 +65,7 @@ describe('file store', () => {
     const store = new FileStore(path, () => undefined);
     await store.load();
     await store.saveEntries(new Map([['a', entry('1')], ['b', entry('2')]]), new Set(['a', 'b']));
+    await new FileStore(path, () => undefined).load(); // folds the log into the snapshot
     const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
     expect(lines).toHaveLength(4);
     expect(JSON.parse(lines[3]!)).toEqual({ entries: 2 });
@@ -72,6 +74,42 @@ describe('file store', () => {
       const reports: string[] = [];
       expect((await new FileStore(path, (m) => reports.push(m)).load()).entries.size).toBe(0);
       expect(reports).toHaveLength(1);
+    }
+  });
+
+  it('a write appends what changed, not the state: one entry of a thousand costs one line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
+    const path = join(dir, 'state.json');
+    const store = new FileStore(path, () => undefined);
+    await store.load();
+    const entries = new Map(Array.from({ length: 1000 }, (_, i) => [`g/r/ns/o${i}`, entry(String(i))]));
+    await store.saveEntries(entries, new Set(entries.keys()));
+    const before = statSync(`${path}.log`).size;
+    entries.set('g/r/ns/o7', entry('changed'));
+    await store.saveEntries(entries, new Set(['g/r/ns/o7']));
+    const appended = statSync(`${path}.log`).size - before;
+    expect(appended).toBeLessThan(400);
+    expect(appended * 500).toBeLessThan(before);
+    expect((await new FileStore(path, () => undefined).load()).entries.get('g/r/ns/o7')).toEqual(entry('changed'));
+  });
+
+  it('a write cut short by a kill (no commit line, or a torn line) was never acknowledged: set aside and reported, the writes before it kept', async () => {
+    for (const cut of [(log: string) => log.slice(0, log.lastIndexOf('{"commit"')), (log: string) => log.slice(0, log.length - 20)]) {
+      const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
+      const path = join(dir, 'state.json');
+      const store = new FileStore(path, () => undefined);
+      await store.load();
+      await store.saveEntries(new Map([['a', entry('1')]]), new Set(['a']));
+      await store.saveEntries(new Map([['a', entry('1')], ['b', entry('2')]]), new Set(['b']));
+      writeFileSync(`${path}.log`, cut(readFileSync(`${path}.log`, 'utf8')));
+      const reports: Array<[string, Record<string, unknown>]> = [];
+      const loaded = await new FileStore(path, (m, f) => reports.push([m, f])).load();
+      expect([...loaded.entries.keys()]).toEqual(['a']);
+      expect(reports).toEqual([[expect.stringContaining('cut short'), expect.objectContaining({ records: 1 })]]);
+      // Set aside for good: the next start finds a clean state.
+      const again: string[] = [];
+      expect([...(await new FileStore(path, (m) => again.push(m)).load()).entries.keys()]).toEqual(['a']);
+      expect(again).toEqual([]);
     }
   });
 

@@ -1,10 +1,10 @@
 import { constants, createReadStream } from 'node:fs';
-import { access, mkdir, open, rename } from 'node:fs/promises';
+import { access, mkdir, open, readdir, rename, stat, truncate, unlink } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
-import { MemoryStore } from './memory-store.js';
+import { MemoryStore, type StateChange } from './memory-store.js';
 import { emptySnapshot, type Snapshot } from './types.js';
 
 const FORMAT = 'spec-guard/canonical-state/v2';
@@ -12,6 +12,66 @@ const FORMAT = 'spec-guard/canonical-state/v2';
 const FORMAT_V1 = 'spec-guard/canonical-state/v1';
 /** Characters written per write call. */
 const CHUNK_CHARS = 64 * 1024;
+/** The log is folded into the snapshot once it outgrows it (and this floor): writes stay within twice what changed. */
+const COMPACT_MIN_BYTES = 16 * 1024 * 1024;
+
+/** One line of the log: a change to one entry or tombstone, the continuity record, or the end of a write. */
+type LogRecord =
+  | { set: [string, CanonicalEntry] }
+  | { del: string }
+  | { tomb: [string, Tombstone] }
+  | { untomb: string }
+  | { continuity: ContinuityRecord }
+  | { commit: number };
+
+function logLines(change: StateChange): string[] {
+  const lines: string[] = [];
+  for (const [key, entry] of change.entries ?? []) lines.push(JSON.stringify(entry ? { set: [key, entry] } : { del: key }));
+  for (const [key, tombstone] of change.tombstones ?? []) lines.push(JSON.stringify(tombstone ? { tomb: [key, tombstone] } : { untomb: key }));
+  if (change.continuity) lines.push(JSON.stringify({ continuity: change.continuity }));
+  return lines;
+}
+
+/**
+ * Replays the log onto `snapshot`: each write's records count only with the commit line that
+ * ends them. Returns the length of the log up to the last commit, and how many records a
+ * write cut short (a kill during an append) left after it: those were never acknowledged.
+ */
+async function replayLog(path: string, snapshot: Snapshot): Promise<{ committedBytes: number; uncommitted: number }> {
+  const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+  let pending: LogRecord[] = [];
+  let bytes = 0;
+  let committedBytes = 0;
+  for await (const line of lines) {
+    bytes += Buffer.byteLength(line) + 1;
+    if (!line) continue;
+    let record: LogRecord;
+    try {
+      record = JSON.parse(line) as LogRecord;
+    } catch {
+      // A torn last line; anything after it would make it corruption, which the caller sees as records left over.
+      pending.push({ commit: -1 });
+      continue;
+    }
+    if (!('commit' in record)) {
+      pending.push(record);
+      continue;
+    }
+    if (record.commit !== pending.length || pending.some((r) => 'commit' in r)) throw new Error(`the log's write ending at byte ${bytes} is malformed`);
+    for (const r of pending) {
+      if ('set' in r) {
+        checkEntry(r.set[0], r.set[1]);
+        snapshot.entries.set(r.set[0], r.set[1]);
+      } else if ('del' in r) snapshot.entries.delete(r.del);
+      else if ('tomb' in r) snapshot.tombstones.set(r.tomb[0], r.tomb[1]);
+      else if ('untomb' in r) snapshot.tombstones.delete(r.untomb);
+      else if ('continuity' in r) snapshot.continuity = r.continuity;
+    }
+    pending = [];
+    committedBytes = bytes;
+  }
+  return { committedBytes, uncommitted: pending.length };
+}
 
 interface Header {
   format: typeof FORMAT;
@@ -61,14 +121,21 @@ async function readState(path: string): Promise<Snapshot> {
 }
 
 /**
- * One file, for a single replica (JSON lines). Every write goes to a temporary file that is
- * fsynced and renamed over the old one, so a kill -9 leaves the old or the new state,
- * never half of one. A file that cannot be read back is moved aside, reported, and
- * never trusted.
+ * For a single replica: a snapshot file (JSON lines) and a log beside it (`<path>.log`).
+ * A write appends what changed to the log and fsyncs it (its cost follows what changed, not
+ * the state's size); once the log outgrows the snapshot, both are folded into a new
+ * snapshot, written to a temporary file, fsynced and renamed over the old one. A kill -9
+ * leaves a state that loads: the log's last write counts only if its commit line made it
+ * (an unfinished write was never acknowledged), and replaying a log already folded into the
+ * snapshot changes nothing. A snapshot or log that cannot be read back is moved aside,
+ * reported, and never trusted.
  */
 export class FileStore extends MemoryStore {
   override readonly description: string;
   private writing: Promise<void> = Promise.resolve();
+  private readonly logPath: string;
+  private logBytes = 0;
+  private snapshotBytes = 0;
 
   constructor(
     private readonly path: string,
@@ -76,60 +143,119 @@ export class FileStore extends MemoryStore {
   ) {
     super();
     this.description = `file ${path}`;
+    this.logPath = `${path}.log`;
   }
 
   override async load(): Promise<Snapshot> {
+    await this.removeUnfinishedSnapshots();
+    const hasSnapshot = await readable(this.path);
+    const hasLog = (await readable(this.logPath)) && (await stat(this.logPath)).size > 0;
     try {
-      await access(this.path, constants.R_OK);
+      this.state = hasSnapshot ? await readState(this.path) : emptySnapshot();
+      if (hasLog) {
+        const { committedBytes, uncommitted } = await replayLog(this.logPath, this.state);
+        if (uncommitted) {
+          this.report('the state log ends in a write cut short (never acknowledged): set aside', { file: this.logPath, records: uncommitted });
+          await truncate(this.logPath, committedBytes);
+        }
+        // Folded at once: the next start reads one file.
+        await this.compact();
+      }
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ...emptySnapshot() };
-      throw new Error(`cannot read the state file ${this.path}: ${(err as Error).message}`);
-    }
-    try {
-      this.state = await readState(this.path);
-    } catch (err) {
-      const aside = `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      await rename(this.path, aside);
+      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+      for (const file of [this.path, this.logPath]) if (await readable(file)) await rename(file, `${file}.corrupt-${stamp}`);
       this.report('state file is corrupt: moved aside, starting without stored canonical values', {
         file: this.path,
-        movedTo: aside,
+        movedTo: `${this.path}.corrupt-${stamp}`,
         error: (err as Error).message,
       });
       this.state = emptySnapshot();
     }
+    this.snapshotBytes = (await readable(this.path)) ? (await stat(this.path)).size : 0;
     return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones), continuity: this.state.continuity };
   }
 
-  /**
-   * Writes the whole state atomically; writes are serialized. One line per entry, written in
-   * chunks of about 64 KB: one string of the whole state (60 MB at 10,000 objects
-   * of 5 KB), and its copy as a Buffer, would be the process's largest allocations.
-   */
-  protected override persist(): Promise<void> {
+  /** A kill during a compaction leaves its temporary file: the snapshot and log beside it are whole without it. */
+  private async removeUnfinishedSnapshots(): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(dirname(this.path));
+    } catch {
+      return;
+    }
+    const prefix = `${basename(this.path)}.tmp-`;
+    await Promise.all(names.filter((n) => n.startsWith(prefix)).map((n) => unlink(join(dirname(this.path), n))));
+  }
+
+  /** Appends the change, and its commit line, to the log; writes are serialized. */
+  protected override persist(change: StateChange): Promise<void> {
+    const lines = logLines(change);
     const write = async () => {
+      if (lines.length === 0) return;
       await mkdir(dirname(this.path), { recursive: true });
-      const tmp = `${this.path}.tmp-${process.pid}`;
-      const handle = await open(tmp, 'w', 0o600);
+      const handle = await open(this.logPath, 'a', 0o600);
       try {
-        const header: Header = { format: FORMAT, tombstones: Object.fromEntries(this.state.tombstones), ...(this.state.continuity ? { continuity: this.state.continuity } : {}) };
-        let chunk = `${JSON.stringify(header)}\n`;
-        let count = 0;
-        for (const [key, entry] of this.state.entries) {
-          chunk += `${JSON.stringify([key, entry])}\n`;
-          count++;
+        let chunk = '';
+        for (const line of [...lines, JSON.stringify({ commit: lines.length })]) {
+          chunk += `${line}\n`;
+          this.logBytes += Buffer.byteLength(line) + 1;
           if (chunk.length >= CHUNK_CHARS) {
             await handle.write(chunk);
             chunk = '';
           }
         }
-        await handle.write(`${chunk}${JSON.stringify({ entries: count })}\n`);
+        await handle.write(chunk);
         await handle.sync();
       } finally {
         await handle.close();
       }
-      await rename(tmp, this.path);
+      if (this.logBytes > Math.max(this.snapshotBytes, COMPACT_MIN_BYTES)) await this.compact();
     };
     this.writing = this.writing.then(write, write);
     return this.writing;
+  }
+
+  /**
+   * Writes the whole state as a new snapshot, atomically, then empties the log. One line per
+   * entry, written in chunks of about 64 KB: one string of the whole state (60 MB at 10,000
+   * objects of 5 KB), and its copy as a Buffer, would be the process's largest allocations.
+   */
+  private async compact(): Promise<void> {
+    await mkdir(dirname(this.path), { recursive: true });
+    const tmp = `${this.path}.tmp-${process.pid}`;
+    const handle = await open(tmp, 'w', 0o600);
+    let bytes = 0;
+    try {
+      const header: Header = { format: FORMAT, tombstones: Object.fromEntries(this.state.tombstones), ...(this.state.continuity ? { continuity: this.state.continuity } : {}) };
+      let chunk = `${JSON.stringify(header)}\n`;
+      let count = 0;
+      for (const [key, entry] of this.state.entries) {
+        chunk += `${JSON.stringify([key, entry])}\n`;
+        count++;
+        if (chunk.length >= CHUNK_CHARS) {
+          bytes += (await handle.write(chunk)).bytesWritten;
+          chunk = '';
+        }
+      }
+      bytes += (await handle.write(`${chunk}${JSON.stringify({ entries: count })}\n`)).bytesWritten;
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, this.path);
+    // A kill here leaves the log beside a snapshot that already holds it: replaying it changes nothing.
+    if (await readable(this.logPath)) await truncate(this.logPath, 0);
+    this.snapshotBytes = bytes;
+    this.logBytes = 0;
+  }
+}
+
+async function readable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.R_OK);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw new Error(`cannot read the state file ${path}: ${(err as Error).message}`);
   }
 }

@@ -3,16 +3,23 @@ import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { TombstoneWriter } from './tombstone-writer.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 
+/** What one write changed: entries and tombstones set (a value) or removed (null), or the continuity record. */
+export interface StateChange {
+  entries?: Map<string, CanonicalEntry | null>;
+  tombstones?: Map<string, Tombstone | null>;
+  continuity?: ContinuityRecord;
+}
+
 /**
  * Keeps the state in the process: for tests and --standalone, and the base of the file
- * store, which persists the same state after every change.
+ * store, which persists each change.
  */
 export class MemoryStore implements CanonicalStore {
   readonly description: string = 'memory (lost on restart)';
   protected state: Snapshot = emptySnapshot();
 
-  /** Makes the current state durable; nothing to do in memory. */
-  protected async persist(): Promise<void> {}
+  /** Makes a change (already applied to `state`) durable; nothing to do in memory. */
+  protected async persist(_change: StateChange): Promise<void> {}
 
   async load(): Promise<Snapshot> {
     return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones), continuity: this.state.continuity };
@@ -20,21 +27,28 @@ export class MemoryStore implements CanonicalStore {
 
   async saveContinuity(record: ContinuityRecord): Promise<void> {
     this.state.continuity = record;
-    await this.persist();
+    await this.persist({ continuity: record });
   }
 
   async saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void> {
+    const change = new Map<string, CanonicalEntry | null>();
     for (const key of changed) {
       const entry = entries.get(key);
       if (entry) this.state.entries.set(key, entry);
       else this.state.entries.delete(key);
+      change.set(key, entry ?? null);
     }
-    await this.persist();
+    await this.persist({ entries: change });
   }
 
   private readonly tombstones = new TombstoneWriter(async (change) => {
-    this.state.tombstones = change(this.state.tombstones);
-    await this.persist();
+    const before = this.state.tombstones;
+    const after = change(before);
+    this.state.tombstones = after;
+    const diff = new Map<string, Tombstone | null>();
+    for (const [key, tombstone] of after) if (before.get(key) !== tombstone) diff.set(key, tombstone);
+    for (const key of before.keys()) if (!after.has(key)) diff.set(key, null);
+    await this.persist({ tombstones: diff });
   });
 
   addTombstone(key: string, tombstone: Tombstone): Promise<void> {
