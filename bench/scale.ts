@@ -1,19 +1,27 @@
-// bench/scale: 10,000 Applications of ~5 KB in a real kube-apiserver. Prints spec-guard's
-// start time to ready (stored state loaded, every object listed and classified), its
-// RSS, and admission p99 with that cache side by side with an empty one.
+// bench/scale: 10,000 Applications of ~5 KB (BENCH_OBJECTS) in a real kube-apiserver. Prints
+// spec-guard's start time to ready (stored state loaded, every object listed and classified),
+// its RSS and heap per object, the file store's bytes written for 1,000 changed objects, the
+// revert p99 with 1,000 objects drifted at once, and admission p99 with that cache side by side
+// with an empty one.
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { AGENT, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, sleep, startSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, sleep, startSpecGuard } from './cluster.js';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const COUNT = Number(process.env.BENCH_OBJECTS ?? 10_000);
 const OBJECT_BYTES = 5000;
 const CONCURRENCY = 32;
-/** The Node.js options manifests/ gives the container, as production runs it. */
-const SHIPPED = readFileSync(new URL('../../manifests/base/deployment.yaml', import.meta.url), 'utf8').match(/name: NODE_OPTIONS\s+value: (.+)/)![1]!.trim();
+/**
+ * The Node.js options manifests/ gives the container, as production runs it; sized for 10,000
+ * objects. Past that the heap limit follows the sizing rule (README): 128 MB + 18 KB per object.
+ */
+const SHIPPED_OPTIONS = readFileSync(new URL('../../manifests/base/deployment.yaml', import.meta.url), 'utf8').match(/name: NODE_OPTIONS\s+value: (.+)/)![1]!.trim();
+const SHIPPED = COUNT <= 10_000 ? SHIPPED_OPTIONS : SHIPPED_OPTIONS.replace(/--max-old-space-size=\d+/, `--max-old-space-size=${Math.ceil(128 + (COUNT * 18) / 1024)}`);
+/** Objects changed (by the agent) and drifted (by alice, behind admission) at once. */
+const BATCH = Math.min(1000, COUNT);
 /** Further settings to compare with the shipped ones, separated by "|" (BENCH_NODE_OPTIONS). */
 const VARIANTS = [SHIPPED, ...(process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolean)];
 
@@ -30,6 +38,46 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 async function p99(port: number, body: string): Promise<{ p50: number; p99: number; errors: number }> {
   const r = await autocannon({ url: `https://127.0.0.1:${port}/validate`, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections: 4, overallRate: 500, duration: 5 });
   return { p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+/** The bucket bound below which a fraction `q` of a Prometheus histogram's observations fall. */
+function histogramQuantile(metrics: string, name: string, q: number): number {
+  const buckets = [...metrics.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm'))].map((m) => ({ le: Number(m[1]), count: Number(m[2]) }));
+  const total = buckets.at(-1)?.count ?? 0;
+  return buckets.find((b) => b.count >= q * total)?.le ?? NaN;
+}
+
+/** The state file and its log, in bytes; and when the snapshot was last rewritten. */
+function storeFiles(path: string): { snapshot: number; log: number; rewritten: number } {
+  const size = (f: string) => { try { return statSync(f); } catch { return undefined; } };
+  const snapshot = size(path);
+  return { snapshot: snapshot?.size ?? 0, log: size(`${path}.log`)?.size ?? 0, rewritten: snapshot?.mtimeMs ?? 0 };
+}
+
+/** PATCHes `count` of the objects at once (32 at a time) as `who`, setting their targetRevision. */
+async function patchMany(kube: Awaited<ReturnType<typeof adminClient>>, who: Record<string, string>, count: number, revision: string): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let i = next++; i < count; i = next++) {
+        await kube.request('PATCH', `${APPS}/scale-${i}`, { body: { spec: { source: { targetRevision: revision } } }, contentType: 'application/merge-patch+json', headers: who, query: { fieldManager: 'bench' } });
+      }
+    }),
+  );
+}
+
+const metricsOf = async (sg: { metricsPort: number }) => (await fetch(`http://127.0.0.1:${sg.metricsPort}/metrics`)).text();
+const counter = (metrics: string, series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
+
+/** Waits until the store's files stop changing for a second (the watcher's writes are debounced). */
+async function settled(path: string): Promise<void> {
+  let last = '';
+  for (let stable = 0; stable < 4; ) {
+    await sleep(250);
+    const now = JSON.stringify(storeFiles(path));
+    stable = now === last ? stable + 1 : 0;
+    last = now;
+  }
 }
 
 async function main(): Promise<void> {
@@ -72,14 +120,24 @@ async function main(): Promise<void> {
       await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
     }
     const NODE_OPTIONS = SHIPPED;
-    const sg = await startSpecGuard(self, config('file'), ['--no-register'], NODE_OPTIONS);
+    const statePath = join(dir, 'state.json');
+    // Registered (stamp webhook, policy): the agent's writes below are stamped, as in production.
+    const sg = await startSpecGuard(self, config('file'), [], NODE_OPTIONS);
     const rssReady = rssMb(sg.child.pid!);
     await sleep(5000); // leadership, store written, steady state
     const rssSteady = rssMb(sg.child.pid!);
-    const metrics = await (await fetch(`http://127.0.0.1:${sg.metricsPort}/metrics`)).text();
+    const metrics = await metricsOf(sg);
     const canonical = /spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(metrics)?.[1];
     const heapUsedMb = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1]) / 1024 / 1024;
-    const stateBytes = statSync(join(dir, 'state.json')).size;
+    await settled(statePath);
+    const stateBytes = storeFiles(statePath).snapshot + storeFiles(statePath).log;
+
+    // The store's cost of change: the agent changes BATCH objects (stamped, learned, stored).
+    const before = storeFiles(statePath);
+    await patchMany(kube, AGENT, BATCH, 'agent-v2');
+    await settled(statePath);
+    const after = storeFiles(statePath);
+    const written = after.rewritten !== before.rewritten ? after.snapshot + after.log : after.log - before.log;
 
     // Admission with this cache (the object is one of the 10,000), then with an empty one.
     const stored = await kube.request<Record<string, any>>('GET', `${APPS}/scale-42`);
@@ -97,6 +155,24 @@ async function main(): Promise<void> {
     });
     const full = await p99(sg.port, review);
     await sg.stop();
+
+    // Reverts: BATCH objects drifted at once behind admission (no admission objects at all: a
+    // blind window, whose changes are reverted by default).
+    for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations', 'validatingadmissionpolicies', 'validatingadmissionpolicybindings']) {
+      await kube.request('DELETE', `/apis/admissionregistration.k8s.io/v1/${kind}/spec-guard`).catch(() => undefined);
+    }
+    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await sleep(2000); // the apiserver drops the deleted policy
+    const watcher = await startSpecGuard(self, config('file'), ['--no-register'], NODE_OPTIONS);
+    await sleep(3000);
+    const driftStarted = Date.now();
+    await patchMany(kube, ALICE, BATCH, 'evil');
+    const series = 'spec_guard_reverts_total{resource="applications.argoproj.io",result="reverted"}';
+    for (let waited = 0; counter(await metricsOf(watcher), series) < BATCH && waited < 120_000; waited += 250) await sleep(250);
+    const allReverted = (Date.now() - driftStarted) / 1000;
+    const revertMetrics = await metricsOf(watcher);
+    const reverted = counter(revertMetrics, series);
+    await watcher.stop();
     const emptyPort = await freePort();
     const empty = spawn(process.execPath, [fileURLToPath(new URL('../src/cli.js', import.meta.url)), 'serve', '--standalone', '--config', config('memory'), '--port', String(emptyPort), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'warn'], { stdio: 'ignore' });
     await sleep(2000);
@@ -107,6 +183,8 @@ async function main(): Promise<void> {
     console.log(`canonical objects known: ${canonical}; with NODE_OPTIONS=${NODE_OPTIONS} (shipped): RSS at ready ${rssReady.toFixed(0)} MB, steady ${rssSteady.toFixed(0)} MB; V8 heap in use ${heapUsedMb.toFixed(0)} MB`);
     console.log(`memory per guarded object: canonical state ${(stateBytes / COUNT / 1024).toFixed(1)} KB stored, ${((heapUsedMb * 1024) / COUNT).toFixed(1)} KB of V8 heap in use (all of it, base included), ${((rssSteady * 1024) / COUNT).toFixed(1)} KB of RSS`);
     if (memory.length) console.log(`other Node.js settings, same state and objects:\n${memory.join('\n')}`);
+    console.log(`file store: ${(written / 1024 / 1024).toFixed(1)} MB written for ${BATCH} changed objects (${(written / BATCH / 1024).toFixed(1)} KB each; state ${(stateBytes / 1024 / 1024).toFixed(0)} MB)`);
+    console.log(`reverts: ${reverted} of ${BATCH} drifted at once reverted, all within ${allReverted.toFixed(1)} s; revert p50 ≤ ${histogramQuantile(revertMetrics, 'spec_guard_revert_duration_seconds', 0.5) * 1000} ms, p99 ≤ ${histogramQuantile(revertMetrics, 'spec_guard_revert_duration_seconds', 0.99) * 1000} ms (histogram bucket bounds)`);
     console.log(`admission /validate at 500 req/s: with ${COUNT} cached p50 ${full.p50} ms p99 ${full.p99} ms; empty cache p50 ${none.p50} ms p99 ${none.p99} ms (errors ${full.errors + none.errors})`);
   } finally {
     kube.close();

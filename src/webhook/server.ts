@@ -53,55 +53,78 @@ const ADMISSION_PATHS: Record<string, Webhook> = { '/mutate': 'mutate', '/valida
  * The admission endpoints as a plain request handler: the hot path runs without a
  * framework (express's routing and request decoration cost about a tenth of the CPU of a
  * review). Returns false for any other request, which the express app then serves.
+ * A review goes through: admitted (client certificate), read, decided, tombstone recorded
+ * (a trusted delete), answered, observed (metrics and log).
  */
 function admissionHandler(options: WebhookServerOptions) {
   const { metrics, logger } = options;
   const budget = new AdmissionBudget();
-  const admit = async (webhook: Webhook, req: IncomingMessage, res: ServerResponse) => {
+
+  /** The review's request, or an answered error. */
+  const read = async (req: IncomingMessage, res: ServerResponse, arrivedAt: number): Promise<AdmissionRequest | undefined> => {
     if (options.clientCa && !(req.socket as TLSSocket).authorized) {
       metrics.admissionErrors.inc({ code: '401' });
       req.resume();
       sendError(res, 401, 'admission reviews are accepted from the apiserver only: present a client certificate signed by the configured client CA');
-      return;
+      return undefined;
     }
-    const arrivedAt = Date.now();
-    const timer = metrics.admissionLatency.startTimer({ webhook });
-    let request: AdmissionRequest;
     try {
-      request = parseReview(await readJsonBody(req, MAX_BODY_BYTES, budget));
+      const request = parseReview(await readJsonBody(req, MAX_BODY_BYTES, budget));
       budget.checkDeadline(arrivedAt);
+      return request;
     } catch (err) {
       const code = err instanceof HttpError ? err.status : err instanceof BadReviewError ? 400 : 500;
       metrics.admissionErrors.inc({ code: String(code) });
       if (code === 500) logger.error('admission handler failed', { error: (err as Error).stack ?? String(err) });
       sendError(res, code, code === 500 ? 'internal error' : (err as Error).message);
-      return;
+      return undefined;
     }
+  };
+
+  /** The decision, with the labels of a namespace seen for the first time read beforehand. */
+  const decideRequest = async (request: AdmissionRequest, webhook: Webhook): Promise<{ decision: Decision; context: DecisionContext }> => {
     const context = options.decisionContext();
     if (request.namespace && options.knowNamespace && context.policy.readsNamespaceLabels && !context.namespaceLabels?.(request.namespace)) {
       await options.knowNamespace(request.namespace);
     }
-    let decision = decide(request, webhook, context);
-    if (decision.kind === 'allow' && decision.tombstone && !request.dryRun && options.recordTombstone) {
-      try {
-        await options.recordTombstone(request);
-      } catch (err) {
-        logger.error('could not record the tombstone of a trusted delete; refusing it', { uid: request.uid, error: (err as Error).message });
-        decision = {
-          kind: 'deny',
-          changed: [],
-          message: `spec-guard could not record this delete (${(err as Error).message}); retry it. A delete spec-guard does not know of would be undone.`,
-        };
-      }
+    return { decision: decide(request, webhook, context), context };
+  };
+
+  /** A trusted delete is admitted only once its tombstone is stored: else it is refused. */
+  const withTombstone = async (request: AdmissionRequest, decision: Decision): Promise<Decision> => {
+    if (decision.kind !== 'allow' || !decision.tombstone || request.dryRun || !options.recordTombstone) return decision;
+    try {
+      await options.recordTombstone(request);
+      return decision;
+    } catch (err) {
+      logger.error('could not record the tombstone of a trusted delete; refusing it', { uid: request.uid, error: (err as Error).message });
+      return {
+        kind: 'deny',
+        changed: [],
+        message: `spec-guard could not record this delete (${(err as Error).message}); retry it. A delete spec-guard does not know of would be undone.`,
+      };
     }
-    sendJson(res, 200, reviewResponse(request.uid, decision));
-    timer();
+  };
+
+  const observe = (webhook: Webhook, request: AdmissionRequest, decision: Decision, context: DecisionContext) => {
     const resource = context.policy.resourceLabel(request.resource.group, request.resource.resource);
     metrics.admissionRequests.inc({ webhook, operation: request.operation, resource, decision: decision.kind === 'deny' ? 'deny' : decision.reason });
     if (decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned') {
       metrics.driftDetected.inc({ source: 'admission', resource });
     }
     logDecision(logger, webhook, request, decision);
+  };
+
+  const admit = async (webhook: Webhook, req: IncomingMessage, res: ServerResponse) => {
+    const arrivedAt = Date.now();
+    const timer = metrics.admissionLatency.startTimer({ webhook });
+    const request = await read(req, res, arrivedAt);
+    if (!request) return;
+    const decided = await decideRequest(request, webhook);
+    const decision = await withTombstone(request, decided.decision);
+    sendJson(res, 200, reviewResponse(request.uid, decision));
+    timer();
+    observe(webhook, request, decision, decided.context);
   };
   return (req: IncomingMessage, res: ServerResponse): boolean => {
     if (req.method !== 'POST') return false;
