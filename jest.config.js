@@ -4,6 +4,9 @@ const common = {
   testEnvironment: 'node',
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
+  // Built binaries, control planes (etcd's *.snap files look like jest snapshots) and the build output.
+  modulePathIgnorePatterns: ['<rootDir>/.cache/', '<rootDir>/dist/'],
+  watchPathIgnorePatterns: ['<rootDir>/.cache/'],
 };
 
 export default {

@@ -71,6 +71,9 @@ function accessNeeded(policy: Policy, namespace: string, register: boolean): Acc
   if (policy.readsNamespaceLabels) {
     for (const verb of ['get', 'list', 'watch']) needed.push({ verb, group: '', resource: 'namespaces', why: 'select namespaces by their labels (namespaceSelector)' });
   }
+  if (policy.config.store.type === 'secret') {
+    for (const verb of ['list', 'delete']) needed.push({ verb, group: '', resource: 'secrets', namespace, why: 'the Secret store, which removes the shards of a layout it has outgrown' });
+  }
   for (const verb of ['get', 'create', 'update']) {
     needed.push({ verb, group: '', resource: 'secrets', namespace, why: 'the stamp key, certificates and the store' });
     needed.push({ verb, group: 'coordination.k8s.io', resource: 'leases', namespace, why: 'leader election' });

@@ -76,7 +76,8 @@ export function renderRbac(policy: Policy, o: RbacOptions): Array<Record<string,
     ...(guarded.get('') ?? []),
   ]);
   bind('Role', SPEC_GUARD, o.namespace, [
-    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] },
+    // delete: the Secret store removes the shards of an earlier layout once it has grown.
+    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   ]);
   for (const [ns, rules] of [...guarded].filter(([ns]) => ns !== '').sort(([a], [b]) => a.localeCompare(b))) {

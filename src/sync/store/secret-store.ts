@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { isConflict, isNotFound, secretPath, type KubeClient, type Secret } from '../../kube/index.js';
 import type { ContinuityRecord } from '../../guard/attribution.js';
@@ -7,23 +6,46 @@ import { TombstoneWriter } from './tombstone-writer.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 import { MANAGED_BY_LABEL } from '../../names.js';
 
-/** Entries are spread over this many Secrets, each gzipped, to stay far below 1 MiB apiece. */
-export const SHARDS = 16;
 const ENTRIES_KEY = 'entries.json.gz';
+const INDEX_KEY = 'index.json';
 const TOMBSTONES_KEY = 'tombstones.json';
 const CONTINUITY_KEY = 'continuity.json';
 const MAX_SECRET_BYTES = 1024 * 1024;
+/** Fewest shards; and the layout of a store written before shards could grow (`<name>-0..15`). */
+const MIN_SHARDS = 16;
+/** A shard past this (compressed) size doubles the shard count: room to grow before the 1 MiB limit. */
+const GROW_BYTES = MAX_SECRET_BYTES / 2;
+const INDEX_FORMAT = 'spec-guard/secret-store/v2';
 
-const shardOf = (key: string) => createHash('sha256').update(key).digest()[0]! % SHARDS;
+/** Where the entries are: shard Secrets `<name>-g<generation>-<i>` for i below `shards`. */
+interface Layout {
+  generation: number;
+  shards: number;
+}
+
+/** FNV-1a: a key's shard, cheap enough to compute for every entry on every write. */
+function shardOf(key: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % shards;
+}
 
 /**
  * Canonical state in Secrets of spec-guard's namespace, shared by every replica: the
  * leader writes the entry shards, any replica adds tombstones (read-modify-write with
- * the resourceVersion, retried on conflict).
+ * the resourceVersion, retried on conflict). The entries are spread over gzipped shards
+ * whose number grows with the state: a write rewrites only the shards holding a changed
+ * entry; a shard past half a Secret's limit doubles the count, written as a new generation
+ * of shards that an index Secret switches to in one write (a kill before the switch leaves
+ * the previous generation whole; the next resharding removes the leftovers).
  */
 export class SecretStore implements CanonicalStore {
   readonly description: string;
-  private readonly shardVersions = new Map<number, string>();
+  private layout: Layout | undefined;
+  /** Set while the store is in the layout from before the index: the first write moves it. */
+  private legacy = false;
+  private readonly shardVersions = new Map<string, string>();
+  private indexVersion: string | undefined;
   private continuityVersion: string | undefined;
   /** Bytes last written, per Secret name: what `usage()` reports. */
   private readonly sizes = new Map<string, number>();
@@ -33,7 +55,7 @@ export class SecretStore implements CanonicalStore {
     private readonly namespace: string,
     private readonly name: string,
   ) {
-    this.description = `secret ${namespace}/${name}-{0..${SHARDS - 1}}, ${name}-tombstones and ${name}-continuity`;
+    this.description = `secret ${namespace}/${name}-index (and its shards), ${name}-tombstones and ${name}-continuity`;
   }
 
   private async read(name: string): Promise<Secret | undefined> {
@@ -56,49 +78,152 @@ export class SecretStore implements CanonicalStore {
       : this.kube.request<Secret>('POST', secretPath(this.namespace), { body });
   }
 
-  async load(): Promise<Snapshot> {
-    const snapshot = emptySnapshot();
-    for (let shard = 0; shard < SHARDS; shard++) {
-      const secret = await this.read(`${this.name}-${shard}`);
+  private readonly shardName = (layout: Layout, shard: number) => `${this.name}-g${layout.generation}-${shard}`;
+
+  private async readShards(names: string[], into: Map<string, CanonicalEntry>): Promise<void> {
+    for (const name of names) {
+      const secret = await this.read(name);
       if (!secret) continue;
-      this.shardVersions.set(shard, secret.metadata.resourceVersion!);
+      this.shardVersions.set(name, secret.metadata.resourceVersion!);
       const raw = secret.data?.[ENTRIES_KEY];
       if (!raw) continue;
       const entries = JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8')) as Record<string, CanonicalEntry>;
-      for (const [key, entry] of Object.entries(entries)) snapshot.entries.set(key, entry);
+      for (const [key, entry] of Object.entries(entries)) into.set(key, entry);
+    }
+  }
+
+  async load(): Promise<Snapshot> {
+    const snapshot = emptySnapshot();
+    const index = await this.read(`${this.name}-index`);
+    const raw = index?.data?.[INDEX_KEY];
+    if (raw) {
+      const layout = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Layout & { format?: string };
+      if (layout.format !== INDEX_FORMAT || !Number.isInteger(layout.generation) || !(layout.shards >= MIN_SHARDS)) throw new Error(`${this.name}-index is not a ${INDEX_FORMAT} index`);
+      this.layout = { generation: layout.generation, shards: layout.shards };
+      this.indexVersion = index!.metadata.resourceVersion;
+      await this.readShards(Array.from({ length: layout.shards }, (_, i) => this.shardName(this.layout!, i)), snapshot.entries);
+    } else {
+      await this.readShards(Array.from({ length: MIN_SHARDS }, (_, i) => `${this.name}-${i}`), snapshot.entries);
+      this.legacy = snapshot.entries.size > 0;
     }
     snapshot.tombstones = await this.readTombstonesSecret();
     const continuity = await this.read(`${this.name}-continuity`);
     this.continuityVersion = continuity?.metadata.resourceVersion;
-    const raw = continuity?.data?.[CONTINUITY_KEY];
-    if (raw) snapshot.continuity = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as ContinuityRecord;
+    const rawContinuity = continuity?.data?.[CONTINUITY_KEY];
+    if (rawContinuity) snapshot.continuity = JSON.parse(Buffer.from(rawContinuity, 'base64').toString('utf8')) as ContinuityRecord;
     return snapshot;
   }
 
   async saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void> {
-    const dirty = new Set([...changed].map(shardOf));
-    for (const shard of dirty) {
-      const content: Record<string, CanonicalEntry> = {};
-      for (const [key, entry] of entries) if (shardOf(key) === shard) content[key] = entry;
-      const data = { [ENTRIES_KEY]: gzipSync(JSON.stringify(content)).toString('base64') };
-      if (data[ENTRIES_KEY].length > MAX_SECRET_BYTES) {
-        throw new Error(`shard ${shard} needs ${data[ENTRIES_KEY].length} bytes, over a Secret's 1 MiB`);
+    await this.followIndex();
+    const layout = this.layout;
+    const full = layout && [...this.sizes].some(([name, size]) => name.startsWith(`${this.name}-g${layout.generation}-`) && size > GROW_BYTES);
+    if (!layout || this.legacy || full) return this.reshard(entries, layout ? layout.shards * (full ? 2 : 1) : MIN_SHARDS);
+    const dirty = new Set([...changed].map((key) => shardOf(key, layout.shards)));
+    const contents = this.group(entries, layout.shards, dirty);
+    for (const [shard, content] of contents) {
+      const data = this.encode(content);
+      if (data[ENTRIES_KEY]!.length > MAX_SECRET_BYTES) return this.reshard(entries, layout.shards * 2);
+      await this.writeShard(this.shardName(layout, shard), data);
+    }
+  }
+
+  /**
+   * Takes the layout the index names: another leader may have resharded since this replica
+   * loaded (a new leader writes every entry at once, so its writes land where the index points).
+   */
+  private async followIndex(): Promise<void> {
+    const index = await this.read(`${this.name}-index`);
+    const raw = index?.data?.[INDEX_KEY];
+    if (!raw) return;
+    const layout = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Layout;
+    this.indexVersion = index!.metadata.resourceVersion;
+    if (layout.generation === this.layout?.generation) return;
+    this.layout = { generation: layout.generation, shards: layout.shards };
+    this.legacy = false;
+    this.sizes.clear();
+    this.shardVersions.clear();
+  }
+
+  /** The entries of the given shards (all when `only` is absent), one pass over the state. */
+  private group(entries: ReadonlyMap<string, CanonicalEntry>, shards: number, only?: ReadonlySet<number>): Map<number, Record<string, CanonicalEntry>> {
+    const contents = new Map<number, Record<string, CanonicalEntry>>();
+    for (const shard of only ?? Array.from({ length: shards }, (_, i) => i)) contents.set(shard, {});
+    for (const [key, entry] of entries) {
+      const content = contents.get(shardOf(key, shards));
+      if (content) content[key] = entry;
+    }
+    return contents;
+  }
+
+  private encode(content: Record<string, CanonicalEntry>): Record<string, string> {
+    return { [ENTRIES_KEY]: gzipSync(JSON.stringify(content)).toString('base64') };
+  }
+
+  private async writeShard(name: string, data: Record<string, string>): Promise<void> {
+    this.sizes.set(name, data[ENTRIES_KEY]!.length);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const saved = await this.write(name, data, this.shardVersions.get(name));
+        this.shardVersions.set(name, saved.metadata.resourceVersion!);
+        return;
+      } catch (err) {
+        // Conflict (a former leader wrote last) or a missing Secret: take its version and overwrite.
+        if (attempt >= 3 || !(isConflict(err) || isNotFound(err))) throw err;
+        const current = await this.read(name);
+        if (current) this.shardVersions.set(name, current.metadata.resourceVersion!);
+        else this.shardVersions.delete(name);
       }
-      const name = `${this.name}-${shard}`;
-      this.sizes.set(name, data[ENTRIES_KEY].length);
-      for (let attempt = 0; ; attempt++) {
-        try {
-          const saved = await this.write(name, data, this.shardVersions.get(shard));
-          this.shardVersions.set(shard, saved.metadata.resourceVersion!);
-          break;
-        } catch (err) {
-          // Conflict (a former leader wrote last) or a missing Secret: take its version and overwrite.
-          if (attempt >= 3 || !(isConflict(err) || isNotFound(err))) throw err;
-          const current = await this.read(name);
-          if (current) this.shardVersions.set(shard, current.metadata.resourceVersion!);
-          else this.shardVersions.delete(shard);
-        }
+    }
+  }
+
+  /**
+   * Writes every entry as a new generation of `shards` shards (doubling until each fits half
+   * a Secret), switches the index to it, then removes the shards of earlier generations.
+   */
+  private async reshard(entries: ReadonlyMap<string, CanonicalEntry>, shards: number): Promise<void> {
+    const generation = (this.layout?.generation ?? 0) + 1;
+    let encoded: Array<Record<string, string>>;
+    for (;;) {
+      encoded = [...this.group(entries, shards).values()].map((content) => this.encode(content));
+      if (encoded.every((data) => data[ENTRIES_KEY]!.length <= GROW_BYTES)) break;
+      shards *= 2;
+    }
+    const next: Layout = { generation, shards };
+    for (const [i, data] of encoded.entries()) await this.writeShard(this.shardName(next, i), data);
+    const index = { [INDEX_KEY]: Buffer.from(JSON.stringify({ format: INDEX_FORMAT, ...next })).toString('base64') };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.indexVersion = (await this.write(`${this.name}-index`, index, this.indexVersion)).metadata.resourceVersion;
+        break;
+      } catch (err) {
+        if (attempt >= 3 || !(isConflict(err) || isNotFound(err))) throw err;
+        this.indexVersion = (await this.read(`${this.name}-index`))?.metadata.resourceVersion;
       }
+    }
+    this.layout = next;
+    this.legacy = false;
+    await this.removeEarlierShards(generation);
+  }
+
+  /** Shards of generations before `generation` (and of the layout before the index): no longer read. */
+  private async removeEarlierShards(generation: number): Promise<void> {
+    const list = await this.kube.request<{ items: Secret[] }>('GET', secretPath(this.namespace), { query: { labelSelector: Object.entries(MANAGED_BY_LABEL).map(([k, v]) => `${k}=${v}`).join(',') } });
+    const prefix = `${this.name}-`;
+    const earlier = list.items
+      .map((secret) => secret.metadata.name!)
+      .filter((name) => {
+        if (!name.startsWith(prefix)) return false;
+        const rest = name.slice(prefix.length);
+        const shard = /^g(\d+)-\d+$/.exec(rest);
+        return /^\d+$/.test(rest) || (shard !== null && Number(shard[1]) < generation);
+      });
+    for (const name of earlier) {
+      await this.kube.request('DELETE', secretPath(this.namespace, name)).catch((err: Error) => {
+        if (!isNotFound(err)) throw err;
+      });
+      this.sizes.delete(name);
+      this.shardVersions.delete(name);
     }
   }
 
