@@ -135,6 +135,8 @@ async function main(): Promise<void> {
     // The store's cost of change: the agent changes BATCH objects (stamped, learned, stored).
     const before = storeFiles(statePath);
     await patchMany(kube, AGENT, BATCH, 'agent-v2');
+    // The watcher's writes are debounced (twice the last write's time): wait for them to start, then to end.
+    for (let waited = 0; JSON.stringify(storeFiles(statePath)) === JSON.stringify(before) && waited < 120_000; waited += 250) await sleep(250);
     await settled(statePath);
     const after = storeFiles(statePath);
     const written = after.rewritten !== before.rewritten ? after.snapshot + after.log : after.log - before.log;
@@ -179,7 +181,7 @@ async function main(): Promise<void> {
     const none = await p99(emptyPort, review);
     empty.kill();
 
-    console.log(`start to ready with ${COUNT} objects (state loaded, all listed and classified): ${(sg.startMs / 1000).toFixed(1)} s (target < 15 s)`);
+    console.log(`start to ready with ${COUNT} objects (state loaded, all listed and classified): ${(sg.startMs / 1000).toFixed(1)} s (target < ${COUNT <= 10_000 ? 15 : 60} s)`);
     console.log(`canonical objects known: ${canonical}; with NODE_OPTIONS=${NODE_OPTIONS} (shipped): RSS at ready ${rssReady.toFixed(0)} MB, steady ${rssSteady.toFixed(0)} MB; V8 heap in use ${heapUsedMb.toFixed(0)} MB`);
     console.log(`memory per guarded object: canonical state ${(stateBytes / COUNT / 1024).toFixed(1)} KB stored, ${((heapUsedMb * 1024) / COUNT).toFixed(1)} KB of V8 heap in use (all of it, base included), ${((rssSteady * 1024) / COUNT).toFixed(1)} KB of RSS`);
     if (memory.length) console.log(`other Node.js settings, same state and objects:\n${memory.join('\n')}`);

@@ -233,7 +233,10 @@ export class Watcher {
   /** A new leader re-examines everything and rewrites the store. */
   onLeadershipChange(leading: boolean): void {
     if (!leading || this.stopped) return;
-    for (const key of this.d.cache.keys()) this.dirty.add(key);
+    // A store other replicas write may hold another leader's view: rewrite it all. One only
+    // this replica writes holds what it loaded: the changes seen while following are enough.
+    for (const key of this.d.store.shared ? this.d.cache.keys() : this.unsavedWhileFollowing) this.dirty.add(key);
+    this.unsavedWhileFollowing.clear();
     this.scheduleFlush();
     for (const r of this.resources) r.reflector.resync();
   }
@@ -353,8 +356,14 @@ export class Watcher {
     else this.queue.add(ref.key);
   }
 
+  /** Keys changed while this replica did not lead (bounded by the objects): stored once it leads. */
+  private readonly unsavedWhileFollowing = new Set<string>();
+
   private markDirty(key: string): void {
-    if (!this.d.isLeader()) return;
+    if (!this.d.isLeader()) {
+      this.unsavedWhileFollowing.add(key);
+      return;
+    }
     this.dirty.add(key);
     this.scheduleFlush();
   }

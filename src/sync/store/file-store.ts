@@ -24,12 +24,11 @@ type LogRecord =
   | { continuity: ContinuityRecord }
   | { commit: number };
 
-function logLines(change: StateChange): string[] {
-  const lines: string[] = [];
-  for (const [key, entry] of change.entries ?? []) lines.push(JSON.stringify(entry ? { set: [key, entry] } : { del: key }));
-  for (const [key, tombstone] of change.tombstones ?? []) lines.push(JSON.stringify(tombstone ? { tomb: [key, tombstone] } : { untomb: key }));
-  if (change.continuity) lines.push(JSON.stringify({ continuity: change.continuity }));
-  return lines;
+/** The log lines of a change, one at a time: a change of every entry is the size of the state. */
+function* logLines(change: StateChange): Generator<string> {
+  for (const [key, entry] of change.entries ?? []) yield JSON.stringify(entry ? { set: [key, entry] } : { del: key });
+  for (const [key, tombstone] of change.tombstones ?? []) yield JSON.stringify(tombstone ? { tomb: [key, tombstone] } : { untomb: key });
+  if (change.continuity) yield JSON.stringify({ continuity: change.continuity });
 }
 
 /**
@@ -189,21 +188,23 @@ export class FileStore extends MemoryStore {
 
   /** Appends the change, and its commit line, to the log; writes are serialized. */
   protected override persist(change: StateChange): Promise<void> {
-    const lines = logLines(change);
     const write = async () => {
-      if (lines.length === 0) return;
+      const records = (change.entries?.size ?? 0) + (change.tombstones?.size ?? 0) + (change.continuity ? 1 : 0);
+      if (records === 0) return;
       await mkdir(dirname(this.path), { recursive: true });
       const handle = await open(this.logPath, 'a', 0o600);
       try {
         let chunk = '';
-        for (const line of [...lines, JSON.stringify({ commit: lines.length })]) {
+        const append = async (line: string) => {
           chunk += `${line}\n`;
           this.logBytes += Buffer.byteLength(line) + 1;
-          if (chunk.length >= CHUNK_CHARS) {
-            await handle.write(chunk);
-            chunk = '';
-          }
-        }
+          if (chunk.length < CHUNK_CHARS) return;
+          await handle.write(chunk);
+          chunk = '';
+        };
+        // Serialized as written, a chunk at a time: the event loop (admission) runs in between.
+        for (const line of logLines(change)) await append(line);
+        await append(JSON.stringify({ commit: records }));
         await handle.write(chunk);
         await handle.sync();
       } finally {

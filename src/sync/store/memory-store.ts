@@ -16,6 +16,7 @@ export interface StateChange {
  */
 export class MemoryStore implements CanonicalStore {
   readonly description: string = 'memory (lost on restart)';
+  readonly shared = false;
   protected state: Snapshot = emptySnapshot();
 
   /** Makes a change (already applied to `state`) durable; nothing to do in memory. */

@@ -41,6 +41,7 @@ function shardOf(key: string, shards: number): number {
  */
 export class SecretStore implements CanonicalStore {
   readonly description: string;
+  readonly shared = true;
   private layout: Layout | undefined;
   /** Set while the store is in the layout from before the index: the first write moves it. */
   private legacy = false;

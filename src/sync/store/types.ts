@@ -16,6 +16,8 @@ export interface Snapshot {
 export interface CanonicalStore {
   /** For logs and `spec-guard status`, e.g. "file /var/lib/spec-guard/state.json". */
   readonly description: string;
+  /** Written by several replicas (one leader at a time): a new leader rewrites it whole. */
+  readonly shared: boolean;
   load(): Promise<Snapshot>;
   /** Persists the entries whose keys are in `changed` (absent from `entries`: removed). */
   saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void>;
