@@ -22,7 +22,7 @@ if [[ "${1:-}" == "down" ]]; then
   exit 0
 fi
 
-say "Starting a local control plane (kube-apiserver + etcd; the first run builds them, ~5 min)"
+say "Starting a local control plane (kube-apiserver + etcd; the first run builds them, ~15 min on 2 cores)"
 KUBECONFIG="$(scripts/control-plane.sh up)"
 export KUBECONFIG
 self_kubeconfig="$(dirname "$KUBECONFIG")/spec-guard.kubeconfig"
