@@ -75,10 +75,8 @@ export async function status(argv: string[]): Promise<number> {
       const list = await kube.request<{ items: KubeObject[] }>('GET', collectionPath(group, version, resource, scope));
       for (const object of list.items) {
         const key = objectKey(group, resource, object.metadata?.namespace, object.metadata?.name ?? '');
-        // As the watcher matches: by the object, or by its canonical copy (moved out of its selection).
         const entry = stored.entries.get(key);
-        const canonical = entry && { name: object.metadata?.name, labels: entry.labels, annotations: entry.annotations };
-        const matched = policy.match(group, resource, object.metadata?.namespace, [object.metadata ?? {}, canonical], namespaceLabels);
+        const matched = policy.matchStored(group, resource, object, entry, namespaceLabels);
         if (!matched) continue;
         seen.add(key);
         const name = `${resource}.${group} ${object.metadata?.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata?.name}`;

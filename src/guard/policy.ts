@@ -2,6 +2,8 @@ import type { Config, Mode, ResourceRuleConfig } from '../config/schema.js';
 import { GuardedView } from './guarded-view.js';
 import { normalizers } from './normalizers.js';
 import { compileSelection, type NamespaceLabels, type Selectable, type Selection, type SelectionKeys } from './selection.js';
+import type { CanonicalEntry } from './canonical-entry.js';
+import type { KubeObject } from '../kube/types.js';
 
 export interface UserInfo {
   username?: string;
@@ -79,6 +81,15 @@ export class Policy {
       if (versions.some((v) => v && rule.selection.selects(v))) return rule;
     }
     return undefined;
+  }
+
+  /**
+   * The rule that guards a stored object: by what it is, or by what its canonical copy was
+   * (an object moved out of its selection behind admission stays guarded, to be moved back).
+   */
+  matchStored(group: string, resource: string, object: KubeObject, entry: CanonicalEntry | undefined, namespaceLabels?: NamespaceLabels): Rule | undefined {
+    const canonical = entry && { name: object.metadata?.name, labels: entry.labels, annotations: entry.annotations };
+    return this.match(group, resource, object.metadata?.namespace, [object.metadata ?? {}, canonical], namespaceLabels);
   }
 
   /**

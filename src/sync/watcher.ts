@@ -241,14 +241,8 @@ export class Watcher {
     for (const r of this.resources) r.reflector.resync();
   }
 
-  /**
-   * The rule that guards an object: by what it is, or by what its canonical copy was (an
-   * object moved out of its selection behind admission stays guarded, and is moved back).
-   */
   private ruleFor(group: string, resource: string, object: KubeObject, key: string): Rule | undefined {
-    const entry = this.d.cache.get(key);
-    const canonical = entry && { name: object.metadata?.name, labels: entry.labels, annotations: entry.annotations };
-    const rule = this.d.policy.match(group, resource, object.metadata?.namespace, [object.metadata ?? {}, canonical], this.d.namespaces?.get);
+    const rule = this.d.policy.matchStored(group, resource, object, this.d.cache.get(key), this.d.namespaces?.get);
     return rule && rule.mode !== 'off' ? rule : undefined;
   }
 

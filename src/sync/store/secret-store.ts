@@ -95,14 +95,10 @@ export class SecretStore implements CanonicalStore {
 
   async load(): Promise<Snapshot> {
     const snapshot = emptySnapshot();
-    const index = await this.read(`${this.name}-index`);
-    const raw = index?.data?.[INDEX_KEY];
-    if (raw) {
-      const layout = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Layout & { format?: string };
-      if (layout.format !== INDEX_FORMAT || !Number.isInteger(layout.generation) || !(layout.shards >= MIN_SHARDS)) throw new Error(`${this.name}-index is not a ${INDEX_FORMAT} index`);
-      this.layout = { generation: layout.generation, shards: layout.shards };
-      this.indexVersion = index!.metadata.resourceVersion;
-      await this.readShards(Array.from({ length: layout.shards }, (_, i) => this.shardName(this.layout!, i)), snapshot.entries);
+    const index = await this.readIndex();
+    if (index) {
+      this.layout = index;
+      await this.readShards(Array.from({ length: index.shards }, (_, i) => this.shardName(index, i)), snapshot.entries);
     } else {
       await this.readShards(Array.from({ length: MIN_SHARDS }, (_, i) => `${this.name}-${i}`), snapshot.entries);
       this.legacy = snapshot.entries.size > 0;
@@ -134,16 +130,23 @@ export class SecretStore implements CanonicalStore {
    * loaded (a new leader writes every entry at once, so its writes land where the index points).
    */
   private async followIndex(): Promise<void> {
+    const index = await this.readIndex();
+    if (!index || index.generation === this.layout?.generation) return;
+    this.layout = index;
+    this.legacy = false;
+    for (const name of [...this.sizes.keys()]) if (name.startsWith(`${this.name}-g`)) this.sizes.delete(name);
+    this.shardVersions.clear();
+  }
+
+  /** The layout the index Secret names (remembering its version), if there is one. */
+  private async readIndex(): Promise<Layout | undefined> {
     const index = await this.read(`${this.name}-index`);
     const raw = index?.data?.[INDEX_KEY];
-    if (!raw) return;
-    const layout = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Layout;
+    if (!raw) return undefined;
+    const layout = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Layout & { format?: string };
+    if (layout.format !== INDEX_FORMAT || !Number.isInteger(layout.generation) || !(layout.shards >= MIN_SHARDS)) throw new Error(`${this.name}-index is not a ${INDEX_FORMAT} index`);
     this.indexVersion = index!.metadata.resourceVersion;
-    if (layout.generation === this.layout?.generation) return;
-    this.layout = { generation: layout.generation, shards: layout.shards };
-    this.legacy = false;
-    this.sizes.clear();
-    this.shardVersions.clear();
+    return { generation: layout.generation, shards: layout.shards };
   }
 
   /** The entries of the given shards (all when `only` is absent), one pass over the state. */
