@@ -10,7 +10,7 @@ import { createMetricsServer, Metrics } from './metrics/index.js';
 import { CanonicalCache, createStore, LeaderElector, NamespaceLabelCache, stamperFromFile, stamperFromSecret, Watcher } from './sync/index.js';
 import { objectKey, Policy, Stamper } from './guard/index.js';
 import { createWebhookServer } from './webhook/index.js';
-import { configurationsCarry, ContinuityMonitor, currentRevision, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
+import { unregisteredTarget, ContinuityMonitor, currentRevision, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from './registration/index.js';
 import { SPEC_GUARD } from './names.js';
 
 
@@ -143,10 +143,10 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   if (o.tlsFiles) {
     tlsFiles = new TlsFileSource(o.tlsFiles, logger, (m) => {
       serveWith(m);
-      void registrar?.setCaBundle(m.caBundle);
+      void registrar?.publish(m.caBundle);
     });
     tls = tlsFiles.load();
-    await registrar?.setCaBundle(tls.caBundle);
+    await registrar?.publish(tls.caBundle);
   } else if (kube) {
     certificates = new CertificateManager({
       kube,
@@ -156,8 +156,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       metrics,
       caPropagationMs: o.caPropagationMs,
       onServing: serveWith,
-      publishBundle: (bundle) => registrar?.setCaBundle(bundle) ?? Promise.resolve(),
-      configurationsCarry: (ca) => configurationsCarry(kube, ca),
+      trust: registrar ?? unregisteredTarget(kube),
     });
     tls = await certificates.init();
   } else {
@@ -193,7 +192,6 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const metricsPort = await listen(metricsServer, o.metricsPort, o.bindAddress, 'metrics');
 
   tlsFiles?.start();
-  await certificates?.watch();
 
   let watcher: Watcher | undefined;
   let elector: LeaderElector | undefined;

@@ -1,4 +1,4 @@
-import { readSecret, Reflector, secretPath, WorkQueue, type KubeClient, type ListedObject, type Secret } from '../kube/index.js';
+import { backoffMs, Informer, readSecret, secretPath, WorkQueue, type KubeClient, type ListedObject, type Secret } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { fingerprintOf, joinPem, splitPem, trustedBundle } from './bundle.js';
@@ -29,10 +29,20 @@ export interface CertificateManagerOptions {
   checkIntervalMs?: number;
   /** Called with the material to serve whenever it changes (hot reload). */
   onServing(material: ServingMaterial): void;
+  /** Where the trusted CA bundle goes: the webhook configurations. */
+  trust: CaBundleTarget;
+}
+
+/**
+ * The contract between certificates and registration: certificates decide which CAs are
+ * trusted; whoever registers the webhook configurations puts them there and says when they
+ * carry a CA (which serving waits for before it switches to a certificate that CA signed).
+ */
+export interface CaBundleTarget {
   /** Puts the trusted CA bundle into the webhook configurations (when this replica registers). */
-  publishBundle(caBundle: string): Promise<void>;
+  publish(caBundle: string): Promise<void>;
   /** True when every registered webhook configuration trusts `caPem`. */
-  configurationsCarry(caPem: string): Promise<boolean>;
+  carries(caPem: string): Promise<boolean>;
 }
 
 class Conflict extends Error {}
@@ -51,7 +61,10 @@ const TLS_KEY = 'tls';
 export class CertificateManager {
   private leading = false;
   private served?: { fingerprint: string; material: ServingMaterial };
-  private reflectors: Reflector<Secret & ListedObject>[] = [];
+  /** The two TLS Secrets, each watched; reconcile reads them from here. */
+  private readonly informers = new Map<string, Informer<Secret & ListedObject>>();
+  /** Set once init() has reconciled: watch events then reconcile through the queue. */
+  private watching = false;
   /** One key: the TLS Secrets, reconciled one run at a time with the one retry policy. */
   private readonly queue: WorkQueue;
   private checkTimer?: NodeJS.Timeout;
@@ -68,39 +81,45 @@ export class CertificateManager {
     });
   }
 
-  /** Makes sure servable material exists, creating or replacing what is missing or broken. */
+  /**
+   * Watches both Secrets, then makes sure servable material exists, creating or replacing
+   * what is missing or broken. From then on a new serving certificate is hot-reloaded and
+   * whatever breaks is repaired.
+   */
   async init(): Promise<ServingMaterial> {
+    for (const name of [TLS_SECRET, CA_SECRET]) {
+      const informer = new Informer<Secret & ListedObject>(
+        this.o.kube,
+        {
+          path: secretPath(this.o.namespace),
+          fieldSelector: `metadata.name=${name}`,
+          silenceMs: 60_000,
+          onRestart: (reason) => this.o.logger.debug('TLS Secret watch restarted', { secret: name, reason }),
+        },
+        ({ object, type }) => {
+          if (!this.watching) return;
+          if (name === TLS_SECRET && object && type !== 'DELETED') this.adopt(object);
+          this.kick();
+        },
+      );
+      this.informers.set(name, informer);
+    }
+    await Promise.all([...this.informers.values()].map((informer) => informer.start()));
     for (let attempt = 0; ; attempt++) {
       try {
         await this.reconcile();
         break;
       } catch (err) {
         if (!(err instanceof Conflict) || attempt >= 5) throw err;
+        // Another replica wrote first: wait for the watch to show its write.
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt + 1)));
       }
     }
     if (!this.served) throw new Error('no serving certificate after reconciling the TLS Secrets');
+    this.watching = true;
+    // What changed while init() ran (its own writes included) is reconciled once more.
+    this.kick();
     return this.served.material;
-  }
-
-  /** Watches both Secrets: reloads a new serving certificate, repairs what breaks. */
-  async watch(): Promise<void> {
-    for (const name of [TLS_SECRET, CA_SECRET]) {
-      const seen = (secret: Secret | undefined) => {
-        if (secret && name === TLS_SECRET) this.adopt(secret);
-        this.kick();
-      };
-      const reflector = new Reflector<Secret & ListedObject>(
-        this.o.kube,
-        { path: secretPath(this.o.namespace), fieldSelector: `metadata.name=${name}`, silenceMs: 60_000 },
-        {
-          onListPage: (items) => seen(items[0]),
-          onEvent: (type, secret) => seen(type === 'DELETED' ? undefined : secret),
-          onRestart: (reason) => this.o.logger.debug('TLS Secret watch restarted', { secret: name, reason }),
-        },
-      );
-      this.reflectors.push(reflector);
-      await reflector.start();
-    }
   }
 
   setLeading(leading: boolean): void {
@@ -115,7 +134,7 @@ export class CertificateManager {
     this.stopped = true;
     clearInterval(this.checkTimer);
     void this.queue.stop();
-    for (const r of this.reflectors) r.stop();
+    for (const informer of this.informers.values()) informer.stop();
   }
 
   /** Serves `secret`'s certificate if it is new and servable; a broken one is left to reconcile. */
@@ -141,15 +160,15 @@ export class CertificateManager {
     const { ca, known, tlsSecret } = await this.reconcileCa(now);
     this.o.metrics.certificateExpiry.set({ certificate: 'ca' }, expiryOf(ca.cert).getTime() / 1000);
     const bundle = trustedBundle([ca.cert, ...known], now);
-    await this.o.publishBundle(joinPem(bundle));
+    await this.o.trust.publish(joinPem(bundle));
     await this.reconcileServing(tlsSecret, ca, bundle, now);
   }
 
   /** The CA to sign with, created or rotated as needed, and every CA certificate seen. */
   private async reconcileCa(now: Date): Promise<{ ca: KeyPair; known: string[]; tlsSecret: Secret | undefined }> {
     const { kube, namespace, logger } = this.o;
-    const caSecret = await readSecret(kube, namespace, CA_SECRET);
-    let tlsSecret = await readSecret(kube, namespace, TLS_SECRET);
+    const caSecret = this.informers.get(CA_SECRET)!.get(CA_SECRET);
+    let tlsSecret: Secret | undefined = this.informers.get(TLS_SECRET)!.get(TLS_SECRET);
     const ca = pairOf(caSecret);
     const known = [...splitPem(secretText(caSecret, CA_BUNDLE_KEY)), ...splitPem(secretText(tlsSecret, 'ca.crt'))];
     const check = caVerdict(ca, now);
@@ -171,6 +190,7 @@ export class CertificateManager {
     // The serving certificate follows; `spec-guard rotate --ca` waits for that step.
     if (request && tlsSecret) {
       await requestRotation(kube, namespace, TLS_SECRET, request);
+      // Just written: read it back rather than wait for the watch to show it.
       tlsSecret = await readSecret(kube, namespace, TLS_SECRET);
     }
     return { ca: next, known: bundle, tlsSecret };
@@ -217,7 +237,7 @@ export class CertificateManager {
   /** Milliseconds still to wait before serving a certificate signed by `caPem`. */
   private async trustWait(caPem: string, now: number): Promise<number> {
     const fingerprint = fingerprintOf(caPem)!;
-    if (!(await this.o.configurationsCarry(caPem))) {
+    if (!(await this.o.trust.carries(caPem))) {
       this.carriedSince.delete(fingerprint);
       if (this.waitingLogged !== fingerprint) {
         this.waitingLogged = fingerprint;

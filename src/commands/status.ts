@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/index.js';
-import { isNotFound, KubeClient, collectionPath, parseObjectKey } from '../kube/index.js';
+import { isNotFound, KubeClient, collectionPath } from '../kube/index.js';
 import { createStore, stamperFromSecret, watchScopes } from '../sync/index.js';
-import { objectKey, observe, Policy } from '../guard/index.js';
+import { objectKey, observe, parseObjectKey, Policy } from '../guard/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createLogger } from '../log/index.js';
 import { Metrics } from '../metrics/index.js';

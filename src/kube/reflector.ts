@@ -10,9 +10,10 @@ export interface ReflectorHandlers<T extends ListedObject> {
   /**
    * Each page of a (re)list, in order; `last` is true on the final page. Pages keep the
    * memory of a large list to one page at a time. `resourceVersion`: the revision the
-   * list is a consistent snapshot of.
+   * list is a consistent snapshot of. `first`: the list's first page (a list cut short
+   * by an error starts again from its first page).
    */
-  onListPage(items: T[], last: boolean, resourceVersion: string): void;
+  onListPage(items: T[], last: boolean, resourceVersion: string, first: boolean): void;
   onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void;
   /** A watch ended abnormally and is being restarted. */
   onRestart?(reason: string): void;
@@ -96,6 +97,7 @@ export class Reflector<T extends ListedObject> {
 
   private async list(): Promise<void> {
     let continueToken: string | undefined;
+    let first = true;
     do {
       const page = await this.kube.request<{ metadata: { resourceVersion: string; continue?: string }; items: T[] }>('GET', this.options.path, {
         query: { fieldSelector: this.options.fieldSelector, limit: String(this.options.pageSize ?? 500), continue: continueToken },
@@ -103,7 +105,8 @@ export class Reflector<T extends ListedObject> {
       });
       continueToken = page.metadata.continue || undefined;
       this.resourceVersion = page.metadata.resourceVersion;
-      this.handlers.onListPage(page.items, !continueToken, page.metadata.resourceVersion);
+      this.handlers.onListPage(page.items, !continueToken, page.metadata.resourceVersion, first);
+      first = false;
     } while (continueToken);
     this.synced = true;
   }

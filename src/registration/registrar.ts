@@ -1,7 +1,7 @@
-import { isNotFound, Reflector, WorkQueue, type KubeClient } from '../kube/index.js';
+import { Informer, isConflict, isNotFound, WorkQueue, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import { bundleCarries } from '../certs/index.js';
+import { bundleCarries, type CaBundleTarget } from '../certs/index.js';
 import { ADMISSION_COLLECTIONS, ADMISSION_OBJECT_NAME, type AdmissionKind } from './shared.js';
 
 const collections = ADMISSION_COLLECTIONS;
@@ -34,19 +34,27 @@ interface StoredWebhook {
   clientConfig?: { caBundle?: string };
 }
 
-/** True when every webhook of both configurations trusts `caPem` (absent configurations break nothing). */
+/** True when every webhook of a configuration trusts `caPem` (an absent configuration breaks nothing). */
+function configurationCarries(current: StoredConfiguration | undefined, caPem: string): boolean {
+  const webhooks = (current?.webhooks ?? []) as StoredWebhook[];
+  return webhooks.every((w) => bundleCarries(Buffer.from(w.clientConfig?.caBundle ?? '', 'base64').toString('utf8'), caPem));
+}
+
+/** For a replica that does not register (GitOps installs): nothing to publish, the configurations read as they are. */
+export function unregisteredTarget(kube: KubeClient): CaBundleTarget {
+  return { publish: async () => undefined, carries: (caPem) => configurationsCarry(kube, caPem) };
+}
+
+/** True when every webhook of both configurations, as the apiserver has them now, trusts `caPem`. */
 export async function configurationsCarry(kube: KubeClient, caPem: string): Promise<boolean> {
   for (const kind of webhookKinds) {
-    let current: StoredConfiguration;
+    let current: StoredConfiguration | undefined;
     try {
       current = await kube.request<StoredConfiguration>('GET', `${collections[kind]}/${ADMISSION_OBJECT_NAME}`);
     } catch (err) {
-      if (isNotFound(err)) continue;
-      throw err;
+      if (!isNotFound(err)) throw err;
     }
-    const webhooks = (current.webhooks ?? []) as StoredWebhook[];
-    const carried = webhooks.every((w) => bundleCarries(Buffer.from(w.clientConfig?.caBundle ?? '', 'base64').toString('utf8'), caPem));
-    if (!carried) return false;
+    if (!configurationCarries(current, caPem)) return false;
   }
   return true;
 }
@@ -76,8 +84,9 @@ function owned(desired: Record<string, unknown>): Record<string, unknown> {
  * every replica keeps its desired state current. A repair means the layer was missing or
  * altered for a while: a blind window, logged as such and counted.
  */
-export class WebhookRegistrar {
-  private reflectors: Reflector<StoredConfiguration>[] = [];
+export class WebhookRegistrar implements CaBundleTarget {
+  /** While active: one informer per kind, on exactly spec-guard's object; reconcile reads from it. */
+  private informers = new Map<ConfigKind, Informer<StoredConfiguration>>();
   /** One key per kind, reconciled one run at a time with the one retry policy. */
   private readonly queue: WorkQueue;
   private desired: AdmissionObjects;
@@ -100,19 +109,20 @@ export class WebhookRegistrar {
       async (kind) => {
         if (this.active) await this.reconcile(kind as ConfigKind);
       },
-      { onError: (kind, err, retryInMs) => this.logger.warn('admission object reconcile failed; retrying', { kind, error: (err as Error).message, retryInMs }) },
+      {
+        // A conflict is a write that raced the informer's view: the retry reads the newer one.
+        onError: (kind, err, retryInMs) => this.logger[isConflict(err) ? 'debug' : 'warn']('admission object reconcile failed; retrying', { kind, error: (err as Error).message, retryInMs }),
+      },
     );
   }
 
-  /** Brings one object to the desired state; repairs are logged and counted. */
-  async reconcile(kind: ConfigKind): Promise<void> {
+  /** Brings one object to the desired state, as its informer shows it; repairs are logged and counted. */
+  private async reconcile(kind: ConfigKind): Promise<void> {
     const path = `${collections[kind]}/${ADMISSION_OBJECT_NAME}`;
-    let current: StoredConfiguration | undefined;
-    try {
-      current = await this.kube.request<StoredConfiguration>('GET', path);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    const informer = this.informers.get(kind);
+    // Not listed yet: the activation reconciles every kind once its informers have listed.
+    if (!informer?.hasSynced) return;
+    const current = informer.get(ADMISSION_OBJECT_NAME);
     const wanted = this.desired[kind]!;
     if (!current) {
       await this.kube.request('POST', collections[kind], { body: wanted });
@@ -137,7 +147,7 @@ export class WebhookRegistrar {
   }
 
   /** A new trusted CA bundle; when active, resolves once both configurations carry it. */
-  async setCaBundle(caBundle: string): Promise<void> {
+  async publish(caBundle: string): Promise<void> {
     if (caBundle === this.caBundle) return;
     this.caBundle = caBundle;
     this.desired = this.render(caBundle);
@@ -151,8 +161,8 @@ export class WebhookRegistrar {
     if (active === this.active) return this.activation;
     this.active = active;
     if (!active) {
-      for (const r of this.reflectors) r.stop();
-      this.reflectors = [];
+      for (const informer of this.informers.values()) informer.stop();
+      this.informers.clear();
       this.activation = Promise.resolve();
       return this.activation;
     }
@@ -161,21 +171,29 @@ export class WebhookRegistrar {
   }
 
   private async activate(): Promise<void> {
-    await Promise.all(this.kinds.map((kind) => this.schedule(kind)));
-    for (const kind of this.kinds) {
-      if (!this.active) return;
-      const reflector = new Reflector<StoredConfiguration>(
+    const informers = this.kinds.map((kind) => {
+      const informer = new Informer<StoredConfiguration>(
         this.kube,
-        { path: collections[kind], fieldSelector: `metadata.name=${ADMISSION_OBJECT_NAME}`, silenceMs: 30_000 },
         {
-          onListPage: () => void this.schedule(kind),
-          onEvent: () => void this.schedule(kind),
+          path: collections[kind],
+          fieldSelector: `metadata.name=${ADMISSION_OBJECT_NAME}`,
+          silenceMs: 30_000,
           onRestart: (reason) => this.logger.debug('admission object watch restarted', { kind, reason }),
         },
+        () => void this.schedule(kind),
       );
-      this.reflectors.push(reflector);
-      await reflector.start();
-    }
+      this.informers.set(kind, informer);
+      return informer;
+    });
+    await Promise.all(informers.map((informer) => informer.start()));
+    if (!this.active) return;
+    await Promise.all(this.kinds.map((kind) => this.schedule(kind)));
+  }
+
+  /** True when every webhook of both configurations trusts `caPem`: read from the informers while active, else from the apiserver. */
+  async carries(caPem: string): Promise<boolean> {
+    if (!this.active || !webhookKinds.every((kind) => this.informers.get(kind)?.hasSynced)) return configurationsCarry(this.kube, caPem);
+    return webhookKinds.every((kind) => configurationCarries(this.informers.get(kind)!.get(ADMISSION_OBJECT_NAME), caPem));
   }
 
   stop(): void {

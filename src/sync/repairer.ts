@@ -1,0 +1,174 @@
+import { collectionPath, KubeError, objectPath, type EventRecorder, type KubeClient, type KubeObject } from '../kube/index.js';
+import type { Logger } from '../log/index.js';
+import type { Metrics } from '../metrics/index.js';
+import { RevertThrottle, type PatchOp, type RepairPlan, type Report, type Rule } from '../guard/index.js';
+import type { CanonicalCache } from './cache.js';
+import type { CanonicalStore } from './store/index.js';
+import type { StoreWriter } from './store-writer.js';
+import { SPEC_GUARD } from '../names.js';
+
+/** Which object a plan is for. */
+export interface Target {
+  group: string;
+  resource: string;
+  version: string;
+  key: string;
+  rule: Rule;
+}
+
+/** After executing a plan: done, or decide again on a fresh read (now, or after `afterMs`). */
+export type Outcome = { again: false } | { again: true; afterMs?: number };
+
+export interface RepairerDeps {
+  kube: KubeClient;
+  cache: CanonicalCache;
+  store: CanonicalStore;
+  writer: StoreWriter;
+  events: EventRecorder;
+  metrics: Metrics;
+  logger: Logger;
+  isLeader: () => boolean;
+}
+
+const DONE: Outcome = { again: false };
+const isRetryableConflict = (err: unknown) => err instanceof KubeError && (err.status === 409 || err.status === 422);
+const isGone = (err: unknown) => err instanceof KubeError && err.status === 404;
+
+/**
+ * Executes repair plans: the cache and store changes, the patches and creates (each with a
+ * resourceVersion test: a concurrent write, trusted or not, is never clobbered), the Events,
+ * the metrics and the backoff of reverts against another writer.
+ */
+export class Repairer {
+  private readonly throttle = new RevertThrottle();
+  /** Keys drifted and not yet reverted, for the drifted-objects gauge. */
+  private readonly drifted = new Set<string>();
+
+  constructor(private readonly d: RepairerDeps) {}
+
+  /** `object`: the version the plan was made for; `attempt`: how often it was tried before; `seenAt`: when the watch showed it. */
+  async execute(target: Target, object: KubeObject, plan: RepairPlan, seenAt: number, attempt: number): Promise<Outcome> {
+    const { key } = target;
+    const label = `${target.resource}.${target.group}`;
+    if (plan.drifted !== undefined) this.setDrifted(target, plan.drifted);
+    if (plan.detected && attempt === 0) this.d.metrics.driftDetected.inc({ source: 'watch', resource: label });
+    if (plan.unattributed) {
+      const { change, changed, action, report } = plan.unattributed;
+      this.d.metrics.unattributed.inc({ resource: label, change, action });
+      this.record(object, report);
+      this.d.logger.warn('unattributed change in a blind window', { key, change, changed, action });
+    }
+    switch (plan.kind) {
+      case 'verify-layers':
+        throw new Error('a plan made with the layers asked for them again');
+      case 'none':
+        if (plan.why) this.d.logger.debug(plan.why, { key });
+        return DONE;
+      case 'warn':
+        this.record(object, plan.report);
+        return DONE;
+      case 'forget':
+        if (plan.tombstone) this.d.cache.recordTombstone(key, plan.tombstone);
+        this.d.cache.delete(key);
+        this.d.writer.markDirty(key);
+        this.setDrifted(target, false);
+        this.d.logger.info(plan.why, { key });
+        return DONE;
+      case 'keep':
+        this.d.cache.set(key, plan.entry);
+        if (plan.store) this.d.writer.markDirty(key);
+        if (plan.endFight) this.throttle.forget(key);
+        if (plan.clearTombstone) {
+          this.d.cache.clearTombstone(key);
+          if (this.d.isLeader()) await this.d.store.removeTombstone(key);
+        }
+        return this.patch(target, object, plan.stamp, plan.purpose);
+      case 'revert':
+        return this.revert(target, object, plan, seenAt);
+      case 'recreate':
+        return this.recreate(target, plan.body, plan.report);
+    }
+  }
+
+  private async revert(target: Target, object: KubeObject, plan: Extract<RepairPlan, { kind: 'revert' }>, seenAt: number): Promise<Outcome> {
+    const { key } = target;
+    const label = `${target.resource}.${target.group}`;
+    const { waitMs, fightStarted } = this.throttle.decide(key, Date.now());
+    // Fighting another writer: revert the version there is once the backoff is over.
+    if (waitMs > 0) return { again: true, afterMs: waitMs };
+    if (fightStarted) {
+      this.d.metrics.revertBackoffs.inc({ resource: label });
+      this.record(object, { reason: 'SpecDriftFight', message: `Another writer keeps changing ${plan.changed.join(', ')}; spec-guard keeps reverting, each time after a longer wait (up to 5 min)` });
+      this.d.logger.warn('another writer keeps changing a guarded object; reverts back off', { key });
+    }
+    const outcome = await this.patch(target, object, plan.ops, 'revert');
+    if (outcome.again || plan.ops.length === 0) return outcome;
+    this.d.metrics.reverts.inc({ resource: label, result: 'reverted' });
+    this.d.metrics.revertLatency.observe((Date.now() - seenAt) / 1000);
+    this.record(object, plan.report);
+    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: Date.now() - seenAt });
+    return DONE;
+  }
+
+  /**
+   * Patches with a resourceVersion test. On a conflict the object is decided again on a
+   * fresh read; other errors go to the queue, which retries with backoff.
+   */
+  private async patch(target: Target, object: KubeObject, ops: PatchOp[], what: 'stamp' | 'restamp' | 'revert'): Promise<Outcome> {
+    if (ops.length === 0) return DONE;
+    const meta = object.metadata!;
+    try {
+      await this.d.kube.request<KubeObject>('PATCH', objectPath(target.group, target.version, target.resource, meta.namespace, meta.name!), {
+        body: [{ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion }, ...ops],
+        contentType: 'application/json-patch+json',
+        query: { fieldManager: SPEC_GUARD },
+        timeoutMs: 10_000,
+      });
+      return DONE;
+    } catch (err) {
+      if (isGone(err)) return DONE;
+      if (isRetryableConflict(err)) return { again: true };
+      if (what === 'revert') this.d.metrics.reverts.inc({ resource: `${target.resource}.${target.group}`, result: 'error' });
+      throw new Error(`${what} failed: ${(err as Error).message}`);
+    }
+  }
+
+  private async recreate(target: Target, body: Record<string, unknown>, report: Report): Promise<Outcome> {
+    const label = `${target.resource}.${target.group}`;
+    const namespace = (body.metadata as { namespace?: string }).namespace;
+    try {
+      const created = await this.d.kube.request<KubeObject>('POST', collectionPath(target.group, target.version, target.resource, namespace), {
+        body,
+        query: { fieldManager: SPEC_GUARD },
+        timeoutMs: 10_000,
+      });
+      this.d.metrics.recreates.inc({ resource: label, result: 'recreated' });
+      this.record(created, report);
+      this.d.logger.info('deleted object recreated', { key: target.key });
+      return DONE;
+    } catch (err) {
+      if (err instanceof KubeError && err.status === 409) return DONE; // already back
+      this.d.metrics.recreates.inc({ resource: label, result: 'error' });
+      throw new Error(`recreate failed: ${(err as Error).message}`);
+    }
+  }
+
+  private record(object: KubeObject, report: Report): void {
+    const involved = {
+      apiVersion: object.apiVersion ?? '',
+      kind: object.kind ?? '',
+      name: object.metadata?.name ?? '',
+      namespace: object.metadata?.namespace,
+      uid: object.metadata?.uid,
+    };
+    this.d.events.record(involved, 'Warning', report.reason, report.message);
+  }
+
+  private setDrifted(target: Target, drifted: boolean): void {
+    if (drifted === this.drifted.has(target.key)) return;
+    if (drifted) this.drifted.add(target.key);
+    else this.drifted.delete(target.key);
+    const prefix = `${target.group}/${target.resource}/`;
+    this.d.metrics.driftedObjects.set({ resource: `${target.resource}.${target.group}` }, [...this.drifted].filter((k) => k.startsWith(prefix)).length);
+  }
+}

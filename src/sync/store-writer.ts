@@ -1,0 +1,97 @@
+import type { Logger } from '../log/index.js';
+import type { Metrics } from '../metrics/index.js';
+import { parseObjectKey, type CanonicalEntry } from '../guard/index.js';
+import type { CanonicalCache } from './cache.js';
+import type { CanonicalStore } from './store/index.js';
+
+/** Store writes wait at least this long, and at least twice as long as the last write took. */
+const STORE_FLUSH_MS = 100;
+const RETRY_MS = 2000;
+
+/**
+ * Writes the canonical cache to the store: the keys that changed, batched. Only the leader
+ * writes; what changes while following is remembered (bounded by the objects) and written
+ * once this replica leads.
+ */
+export class StoreWriter {
+  private dirty = new Set<string>();
+  private readonly unsavedWhileFollowing = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private lastFlushMs = 0;
+  private flushing: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly store: CanonicalStore,
+    private readonly cache: CanonicalCache,
+    private readonly metrics: Metrics,
+    private readonly logger: Logger,
+    private readonly isLeader: () => boolean,
+  ) {}
+
+  /** `key`'s canonical value changed (or was forgotten): store it. */
+  markDirty(key: string): void {
+    if (!this.isLeader()) {
+      this.unsavedWhileFollowing.add(key);
+      return;
+    }
+    this.dirty.add(key);
+    this.schedule();
+  }
+
+  /** True while a change of `key` waits to be written. */
+  unsaved(key: string): boolean {
+    return this.dirty.has(key);
+  }
+
+  /** A new leader writes what it has not stored: everything, when other replicas write the store too. */
+  lead(): void {
+    // A store other replicas write may hold another leader's view: rewrite it all. One only
+    // this replica writes holds what it loaded: the changes seen while following are enough.
+    for (const key of this.store.shared ? this.cache.keys() : this.unsavedWhileFollowing) this.dirty.add(key);
+    this.unsavedWhileFollowing.clear();
+    this.schedule();
+  }
+
+  /** Writes what is left (a leader stepping down or stopping), then no more. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.flushing;
+    await this.flush();
+  }
+
+  private schedule(): void {
+    if (this.timer || this.stopped) return;
+    // Under churn, write less often, not more: the next write waits twice as long as the last took.
+    this.timer = setTimeout(() => {
+      this.flushing = this.flushing.then(() => this.flush());
+    }, Math.max(STORE_FLUSH_MS, 2 * this.lastFlushMs));
+  }
+
+  private async flush(): Promise<void> {
+    this.timer = undefined;
+    if (!this.isLeader() || this.dirty.size === 0) return;
+    const started = Date.now();
+    const changed = this.dirty;
+    this.dirty = new Set();
+    const entries = new Map<string, CanonicalEntry>();
+    for (const key of this.cache.keys()) entries.set(key, this.cache.get(key)!);
+    try {
+      await this.store.saveEntries(entries, changed);
+    } catch (err) {
+      this.metrics.storeErrors.inc({ operation: 'save' });
+      this.logger.error('saving the canonical state failed; retrying', { store: this.store.description, error: (err as Error).message });
+      for (const key of changed) this.dirty.add(key);
+      setTimeout(() => this.schedule(), RETRY_MS).unref();
+    }
+    this.metrics.storeUsage.set(this.store.usage());
+    const counts = new Map<string, number>();
+    for (const key of entries.keys()) {
+      const { group, resource } = parseObjectKey(key);
+      counts.set(`${resource}.${group}`, (counts.get(`${resource}.${group}`) ?? 0) + 1);
+    }
+    for (const [resource, count] of counts) this.metrics.canonicalObjects.set({ resource }, count);
+    this.lastFlushMs = Date.now() - started;
+  }
+}

@@ -1,0 +1,176 @@
+import { describe, expect, it } from '@jest/globals';
+import { Informer, KubeError, type InformerEvent, type KubeClient, type ListedObject } from '../../src/kube/index.js';
+
+type Obj = ListedObject & { metadata: { name: string; namespace?: string; uid: string; resourceVersion?: string }; spec?: unknown };
+
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One collection as the apiserver serves it: paged lists with continue tokens, watches from
+ * a resourceVersion, 410 Gone once the history is compacted.
+ */
+class FakeCollection {
+  readonly objects = new Map<string, Obj>();
+  revision = 1;
+  lists = 0;
+  private watchers: Array<{ from: number; send: (event: unknown) => void; end: (err?: Error) => void }> = [];
+  /** Events older than this are gone: a watch from before gets 410. */
+  compactedAt = 0;
+  private history: Array<{ rv: number; type: string; object: Obj }> = [];
+
+  put(name: string, spec: unknown = {}): void {
+    const rv = ++this.revision;
+    const existing = this.objects.get(name);
+    const object: Obj = { metadata: { name, namespace: 'ns', uid: existing?.metadata.uid ?? `uid-${name}`, resourceVersion: String(rv) }, spec };
+    this.objects.set(name, object);
+    this.emit(rv, existing ? 'MODIFIED' : 'ADDED', object);
+  }
+
+  remove(name: string): void {
+    const object = this.objects.get(name)!;
+    this.objects.delete(name);
+    this.emit(++this.revision, 'DELETED', { ...object, metadata: { ...object.metadata, resourceVersion: String(this.revision) } });
+  }
+
+  /** Deletes without any watcher seeing it (the watch was down), and compacts the history. */
+  removeUnseen(name: string): void {
+    this.objects.delete(name);
+    this.compactedAt = ++this.revision;
+    this.history = [];
+    for (const w of this.watchers.splice(0)) w.end(new KubeError(410, 'Expired', 'too old resource version'));
+  }
+
+  private emit(rv: number, type: string, object: Obj): void {
+    this.history.push({ rv, type, object });
+    for (const w of this.watchers) w.send({ type, object });
+  }
+
+  asKube(): KubeClient {
+    return {
+      request: async (_method: string, _path: string, options: { query?: Record<string, string | undefined> } = {}) => {
+        this.lists++;
+        const all = [...this.objects.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+        const start = Number(options.query?.continue ?? 0);
+        const limit = Number(options.query?.limit ?? 500);
+        const items = all.slice(start, start + limit);
+        const next = start + limit < all.length ? String(start + limit) : undefined;
+        return { metadata: { resourceVersion: String(this.revision), continue: next }, items: structuredClone(items) };
+      },
+      stream: (_path: string, query: Record<string, string | undefined>, onLine: (event: unknown) => void, signal: AbortSignal) =>
+        new Promise<void>((resolve, reject) => {
+          const from = Number(query.resourceVersion);
+          if (from < this.compactedAt) return reject(new KubeError(410, 'Expired', 'too old resource version'));
+          const watcher = {
+            from,
+            send: (event: unknown) => {
+              try {
+                onLine(structuredClone(event));
+              } catch (err) {
+                reject(err as Error);
+              }
+            },
+            end: (err?: Error) => (err ? reject(err) : resolve()),
+          };
+          for (const h of this.history) if (h.rv > from) watcher.send({ type: h.type, object: h.object });
+          this.watchers.push(watcher);
+          signal.addEventListener('abort', () => {
+            this.watchers = this.watchers.filter((w) => w !== watcher);
+            reject(new Error('aborted'));
+          });
+        }),
+    } as unknown as KubeClient;
+  }
+}
+
+function record(events: Array<InformerEvent<Obj, unknown>>) {
+  return (event: InformerEvent<Obj, unknown>) => events.push(event);
+}
+
+describe('the informer (a reflector with a cache)', () => {
+  it('lists page by page into its cache, reports has-synced, then follows the watch; the cache holds the new state when the handler runs', async () => {
+    const api = new FakeCollection();
+    for (const name of ['a', 'b', 'c', 'd', 'e']) api.put(name, { v: 1 });
+    const seenInHandler: unknown[] = [];
+    const events: Array<InformerEvent<Obj, Obj>> = [];
+    const informer: Informer<Obj> = new Informer<Obj>(api.asKube(), { path: '/x', pageSize: 2 }, (e) => {
+      events.push(e);
+      seenInHandler.push(e.type === 'DELETED' ? informer.get(e.key) : informer.get(e.key)?.spec);
+    });
+    expect(informer.hasSynced).toBe(false);
+    await informer.start();
+    expect(informer.hasSynced).toBe(true);
+    expect(api.lists).toBe(3);
+    expect([...informer.keys()].sort()).toEqual(['ns/a', 'ns/b', 'ns/c', 'ns/d', 'ns/e']);
+    expect(events.every((e) => e.type === 'ADDED' && e.listedAt === '6')).toBe(true);
+
+    api.put('b', { v: 2 });
+    api.remove('c');
+    await tick(5);
+    expect(informer.get('ns/b')?.spec).toEqual({ v: 2 });
+    expect(informer.has('ns/c')).toBe(false);
+    expect(events.slice(5).map((e) => [e.type, e.key, (e.previous as Obj | undefined)?.spec])).toEqual([
+      ['MODIFIED', 'ns/b', { v: 1 }],
+      ['DELETED', 'ns/c', { v: 1 }],
+    ]);
+    expect(seenInHandler.slice(5)).toEqual([{ v: 2 }, undefined]);
+    expect(informer.list()).toHaveLength(4);
+    informer.stop();
+  });
+
+  it('reports DELETED, with the last cached value, for an object a relist no longer shows (deleted while the watch was down)', async () => {
+    const api = new FakeCollection();
+    for (const name of ['a', 'b']) api.put(name);
+    const events: Array<InformerEvent<Obj, unknown>> = [];
+    const informer = new Informer<Obj, string>(api.asKube(), { path: '/x', project: (o) => o.metadata.uid }, record(events));
+    await informer.start();
+    api.removeUnseen('a');
+    for (let i = 0; i < 100 && informer.has('ns/a'); i++) await tick(10);
+    const deleted = events.filter((e) => e.type === 'DELETED');
+    expect(deleted).toEqual([{ type: 'DELETED', key: 'ns/a', previous: 'uid-a' }]);
+    expect(informer.get('ns/b')).toBe('uid-b');
+    informer.stop();
+  });
+
+  it('keys the caller knows of (state loaded from a store) that the first list misses are reported DELETED; those it shows are not', async () => {
+    const api = new FakeCollection();
+    api.put('present');
+    const events: Array<InformerEvent<Obj, unknown>> = [];
+    const known: Array<[string, string]> = [
+      ['ns/present', 'uid-present'],
+      ['ns/gone-while-down', 'uid-gone'],
+    ];
+    const informer = new Informer<Obj, string>(api.asKube(), { path: '/x', project: (o) => o.metadata.uid, known: () => known }, record(events));
+    await informer.start();
+    expect(events.map((e) => [e.type, e.key, e.previous])).toEqual([
+      ['MODIFIED', 'ns/present', 'uid-present'],
+      ['DELETED', 'ns/gone-while-down', 'uid-gone'],
+    ]);
+    informer.stop();
+  });
+
+  it('resync lists again: every object is reported anew with the list revision, onListed after each complete list', async () => {
+    const api = new FakeCollection();
+    api.put('a');
+    const events: Array<InformerEvent<Obj, unknown>> = [];
+    let listed = 0;
+    const informer = new Informer<Obj>(api.asKube(), { path: '/x', onListed: () => listed++ }, record(events));
+    await informer.start();
+    api.put('b');
+    await tick(5);
+    informer.resync();
+    for (let i = 0; i < 100 && listed < 2; i++) await tick(10);
+    expect(listed).toBe(2);
+    expect(events.map((e) => [e.type, e.key, e.listedAt])).toEqual([
+      ['ADDED', 'ns/a', '2'],
+      ['ADDED', 'ns/b', undefined],
+      ['MODIFIED', 'ns/a', '3'],
+      ['MODIFIED', 'ns/b', '3'],
+    ]);
+    informer.stop();
+  });
+
+  it('a first list that fails rejects start() with the error', async () => {
+    const kube = { request: async () => Promise.reject(new KubeError(403, 'Forbidden', 'applications is forbidden')) } as unknown as KubeClient;
+    await expect(new Informer<Obj>(kube, { path: '/x' }).start()).rejects.toThrow('forbidden');
+  });
+});

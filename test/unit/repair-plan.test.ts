@@ -1,0 +1,151 @@
+import { describe, expect, it } from '@jest/globals';
+import jsonpatch from 'fast-json-patch';
+import { observe, planRepair, SELECTION, STAMP_ANNOTATION, type CanonicalEntry, type Layers, type RepairInput, type RepairPlan } from '../../src/guard/index.js';
+import type { KubeObject } from '../../src/kube/index.js';
+import { context, keyOf, review, setTargetRevision, stamp, type TestContext } from '../helpers/admission.js';
+
+/** The captured Application at revision 100, stamped by a trusted write and learned. */
+function setup(rule?: string): { t: TestContext; object: KubeObject; key: string; entry: CanonicalEntry } {
+  const t = context(rule);
+  const { request } = review('alice-update-spec');
+  const object = request.oldObject!;
+  object.metadata!.resourceVersion = '100';
+  object.metadata!.labels = { team: 'a' };
+  stamp(t, request, object);
+  const key = keyOf(request);
+  const learned = observe(object, t.policy.rules[0]!, key, undefined, undefined, t.stamper);
+  if (learned.kind !== 'learn') throw new Error(`expected learn, got ${learned.kind}`);
+  return { t, object, key, entry: learned.entry };
+}
+
+function input(t: TestContext, key: string, object: KubeObject, entry: CanonicalEntry | undefined, more: Partial<RepairInput> = {}): RepairInput {
+  return {
+    key,
+    rule: t.policy.rules[0]!,
+    object,
+    deleted: false,
+    entry,
+    tombstone: undefined,
+    leader: true,
+    stamper: t.stamper,
+    now: t.ctx.now,
+    selectionKeys: t.policy.selectionKeys('argoproj.io', 'applications'),
+    storeListed: false,
+    ...more,
+  };
+}
+
+/** alice's change behind admission: targetRevision changed, the stamp left as it was (now stale). */
+function aliceChange(object: KubeObject): KubeObject {
+  const changed = structuredClone(object);
+  setTargetRevision(changed, 'my-branch');
+  changed.metadata!.resourceVersion = '120';
+  return changed;
+}
+
+const layers = (guard?: string, stamped?: string, tombstone?: string): Layers => ({
+  guard: guard ? { intact: true, since: guard, sinceTime: 0 } : { intact: false },
+  stamp: stamped ? { intact: true, since: stamped, sinceTime: 0 } : { intact: false },
+  tombstone: tombstone ? { intact: true, since: tombstone, sinceTime: 0 } : { intact: false },
+});
+
+/** Applies a revert's patch as the apiserver would (the resourceVersion test included). */
+function apply(object: KubeObject, plan: RepairPlan): KubeObject {
+  if (plan.kind !== 'revert') throw new Error(`expected a revert, got ${plan.kind}`);
+  const ops = [{ op: 'test', path: '/metadata/resourceVersion', value: object.metadata!.resourceVersion }, ...plan.ops];
+  return jsonpatch.applyPatch(structuredClone(object), ops as jsonpatch.Operation[], true).newDocument;
+}
+
+describe('the repair plan (pure: what the watcher does about one version)', () => {
+  it('an unstamped change asks for the layers first; with the stamp layer in force it is reverted, exactly back to the canonical object, with an Event', () => {
+    const { t, object, key, entry } = setup();
+    const changed = aliceChange(object);
+    expect(planRepair(input(t, key, changed, entry))).toEqual({ kind: 'verify-layers', staleOk: true });
+    const plan = planRepair(input(t, key, changed, entry, { layers: layers(undefined, '95') }));
+    expect(plan).toMatchObject({ kind: 'revert', attribution: 'untrusted', drifted: true, detected: true, changed: ['/spec/source/targetRevision'] });
+    expect(plan.kind === 'revert' && plan.report.reason).toBe('SpecDriftReverted');
+    const reverted = apply(changed, plan);
+    expect(reverted.spec).toEqual(object.spec);
+    expect(reverted.metadata!.annotations![STAMP_ANNOTATION]).toBe(entry.stamp);
+  });
+
+  it('a change the guard layer vouches for (trusted, e.g. the agent writing with its own field manager) is learned and stamped anew, never reverted', () => {
+    const { t, object, key, entry } = setup();
+    const changed = aliceChange(object);
+    const plan = planRepair(input(t, key, changed, entry, { layers: layers('90') }));
+    expect(plan).toMatchObject({ kind: 'keep', store: true, endFight: true, purpose: 'restamp', drifted: false });
+    if (plan.kind !== 'keep') return;
+    expect(JSON.parse(plan.entry.valuesJson)['/spec'].source.targetRevision).toBe('my-branch');
+    expect(plan.stamp).toEqual([{ op: 'add', path: expect.stringContaining('spec-guard'), value: plan.entry.stamp }]);
+  });
+
+  it('a blind window: the change is reported unattributed, and reverted (the default) or accepted (blindWindow.changes: accept)', () => {
+    const { t, object, key, entry } = setup();
+    const changed = aliceChange(object);
+    const plan = planRepair(input(t, key, changed, entry, { layers: layers() }));
+    expect(plan).toMatchObject({ kind: 'revert', attribution: 'unattributed', unattributed: { change: 'update', action: 'revert', report: { reason: 'UnattributedChange' } } });
+    const accepting = setup('mode: enforce\nblindWindow: {changes: accept}');
+    expect(planRepair(input(accepting.t, key, aliceChange(accepting.object), accepting.entry))).toEqual({ kind: 'verify-layers', staleOk: false });
+    expect(planRepair(input(accepting.t, key, aliceChange(accepting.object), accepting.entry, { layers: layers() }))).toMatchObject({ kind: 'keep', unattributed: { action: 'learn' } });
+  });
+
+  it('a follower keeps its cache but never writes: a change waits for the stamp, a drift is only counted', () => {
+    const { t, object, key, entry } = setup();
+    expect(planRepair(input(t, key, aliceChange(object), entry, { leader: false }))).toEqual({ kind: 'none' });
+    const fresh = structuredClone(object);
+    fresh.metadata!.resourceVersion = '130';
+    expect(planRepair(input(t, key, fresh, entry, { leader: false }))).toMatchObject({ kind: 'keep', stamp: [] });
+  });
+
+  it('warn mode reports the change and leaves it in place', () => {
+    const { t, object, key, entry } = setup('mode: warn');
+    const plan = planRepair(input(t, key, aliceChange(object), entry, { layers: layers(undefined, '95') }));
+    expect(plan).toMatchObject({ kind: 'warn', drifted: false, report: { reason: 'SpecDriftDetected' } });
+  });
+
+  it('an object in sync is kept; from a list after a layer came into force its raised revision is stored', () => {
+    const { t, object, key, entry } = setup();
+    const same = structuredClone(object);
+    same.metadata!.resourceVersion = '130';
+    expect(planRepair(input(t, key, same, entry, { listedAt: '150' }))).toMatchObject({ kind: 'keep', store: false, entry: { knownAt: '150' }, stamp: [] });
+    expect(planRepair(input(t, key, same, entry, { listedAt: '150', storeListed: true }))).toMatchObject({ kind: 'keep', store: true });
+    // Only the stamp was removed: it is put back.
+    delete same.metadata!.annotations![STAMP_ANNOTATION];
+    expect(planRepair(input(t, key, same, entry))).toMatchObject({ kind: 'keep', purpose: 'stamp', stamp: [{ op: 'add', value: entry.stamp }] });
+  });
+
+  it('a delete: forgotten with a confirming tombstone; recreated from the canonical copy without one; forgotten when the guard layer held', () => {
+    const { t, object, key, entry } = setup();
+    const ghost = { metadata: { name: object.metadata!.name, namespace: object.metadata!.namespace, uid: object.metadata!.uid } };
+    const tombstone = { uid: object.metadata!.uid, at: new Date(t.ctx.now).toISOString() };
+    expect(planRepair(input(t, key, ghost, entry, { deleted: true, tombstone }))).toMatchObject({ kind: 'forget', tombstone });
+    expect(planRepair(input(t, key, ghost, entry, { deleted: true }))).toEqual({ kind: 'verify-layers', staleOk: false });
+    const plan = planRepair(input(t, key, ghost, entry, { deleted: true, layers: layers(undefined, undefined, '95') }));
+    expect(plan.kind).toBe('recreate');
+    if (plan.kind !== 'recreate') return;
+    expect(plan.body).toMatchObject({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: object.metadata!.name, namespace: object.metadata!.namespace, labels: { team: 'a' } } });
+    expect((plan.body as { spec: unknown }).spec).toEqual(object.spec);
+    expect(planRepair(input(t, key, ghost, entry, { deleted: true, layers: layers('90', undefined, '90') }))).toMatchObject({ kind: 'forget' });
+    expect(planRepair(input(t, key, ghost, entry, { deleted: true, leader: false }))).toEqual({ kind: 'none' });
+  });
+
+  it('a tombstone of another incarnation (another uid) does not confirm a delete', () => {
+    const { t, object, key, entry } = setup();
+    const ghost = { metadata: { name: object.metadata!.name, namespace: object.metadata!.namespace, uid: object.metadata!.uid } };
+    const forged = { uid: 'some-other-uid', at: new Date(t.ctx.now).toISOString() };
+    expect(planRepair(input(t, key, ghost, entry, { deleted: true, tombstone: forged, layers: layers(undefined, undefined, '95') })).kind).toBe('recreate');
+  });
+
+  it('an object moved out of its selection behind admission is moved back, its labels and spec restored, unless a trusted write moved it', () => {
+    const { t, object, key, entry } = setup('mode: enforce\nlabelSelector: {matchLabels: {team: a}}');
+    const escaped = aliceChange(object);
+    escaped.metadata!.labels = { team: 'b' };
+    expect(planRepair(input(t, key, escaped, entry))).toEqual({ kind: 'verify-layers', staleOk: false });
+    const plan = planRepair(input(t, key, escaped, entry, { layers: layers(undefined, '95') }));
+    expect(plan).toMatchObject({ kind: 'revert', changed: ['/spec/source/targetRevision', SELECTION] });
+    const back = apply(escaped, plan);
+    expect(back.metadata!.labels).toEqual({ team: 'a' });
+    expect(back.spec).toEqual(object.spec);
+    expect(planRepair(input(t, key, escaped, entry, { layers: layers('90') }))).toMatchObject({ kind: 'forget' });
+  });
+});
