@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config/index.js';
 import { parseFlags } from './args.js';
 import { parseServeFlags } from './serve-flags.js';
-import { startRuntime, type RuntimeOptions } from '../runtime.js';
+import { startRuntime, type RuntimeOptions } from '../runtime/index.js';
 
 export const serveHelp = `Usage: spec-guard serve --config FILE [flags]
 
