@@ -27,7 +27,8 @@ const bare = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 
 const answers = (port: number) =>
   new Promise<boolean>((resolve) => {
-    const req = https.request({ host: '127.0.0.1', port, path: '/healthz', rejectUnauthorized: false }, (res) => {
+    // Any HTTP answer (a 404 here) means the server is up.
+    const req = https.request({ host: '127.0.0.1', port, path: '/', rejectUnauthorized: false }, (res) => {
       res.resume();
       resolve(true);
     });

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { ConfigError } from './config/index.js';
-import { UsageError } from './commands/args.js';
+import { UsageError } from './commands/flags.js';
 import { checkConfig, checkConfigHelp } from './commands/check-config.js';
 import { manifests, manifestsHelp } from './commands/manifests.js';
 import { rotate, rotateHelp } from './commands/rotate.js';

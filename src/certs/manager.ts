@@ -150,6 +150,11 @@ export class CertificateManager {
     if (!first) this.o.logger.info('serving certificate reloaded', { secret: `${this.o.namespace}/${TLS_SECRET}`, expires: expiryOf(pair.cert).toISOString() });
   }
 
+  /** A TLS Secret as its informer last saw it. */
+  private cached(name: string): Secret | undefined {
+    return this.informers.get(name)!.get(`${this.o.namespace}/${name}`);
+  }
+
   /** Reconciles now, or once more after the run in progress. */
   private kick(): void {
     if (!this.stopped) this.queue.add(TLS_KEY);
@@ -167,8 +172,8 @@ export class CertificateManager {
   /** The CA to sign with, created or rotated as needed, and every CA certificate seen. */
   private async reconcileCa(now: Date): Promise<{ ca: KeyPair; known: string[]; tlsSecret: Secret | undefined }> {
     const { kube, namespace, logger } = this.o;
-    const caSecret = this.informers.get(CA_SECRET)!.get(CA_SECRET);
-    let tlsSecret: Secret | undefined = this.informers.get(TLS_SECRET)!.get(TLS_SECRET);
+    const caSecret = this.cached(CA_SECRET);
+    let tlsSecret: Secret | undefined = this.cached(TLS_SECRET);
     const ca = pairOf(caSecret);
     const known = [...splitPem(secretText(caSecret, CA_BUNDLE_KEY)), ...splitPem(secretText(tlsSecret, 'ca.crt'))];
     const check = caVerdict(ca, now);

@@ -3,8 +3,7 @@ import { configJsonSchema, loadConfig } from '../config/index.js';
 import { Policy } from '../guard/index.js';
 import { KubeClient } from '../kube/index.js';
 import { preflight, PreflightError } from '../preflight.js';
-import { parseFlags, UsageError } from './args.js';
-import { DEFAULT_NAMESPACE } from '../names.js';
+import { defineFlags, flag } from './flags.js';
 
 export const checkConfigHelp = `Usage: spec-guard check-config --config FILE [--kubeconfig F | --in-cluster] [--namespace NS] [--no-register]
        spec-guard check-config --schema
@@ -19,9 +18,25 @@ writable. Exit code 1 with one line per missing thing.
 
 --schema prints the configuration's JSON Schema (committed as config.schema.json).`;
 
+const checkConfigFlags = defineFlags(
+  {
+    // Not required with --schema, which reads no configuration.
+    config: flag.optionalText(),
+    kubeconfig: flag.kubeconfig,
+    namespace: flag.namespace,
+    'no-register': flag.switch(),
+    'in-cluster': flag.switch(),
+    schema: flag.switch(),
+  },
+  (f, problem) => {
+    if (!f.schema && !f.config) problem('config', 'is required');
+    if (f.kubeconfig && f['in-cluster']) problem('kubeconfig', 'excludes --in-cluster');
+  },
+);
+
 export async function checkConfig(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, { config: { type: 'string' }, kubeconfig: { type: 'string' }, namespace: { type: 'string' }, 'no-register': { type: 'boolean' }, 'in-cluster': { type: 'boolean' }, schema: { type: 'boolean' } });
-  if (flags.help) {
+  const flags = checkConfigFlags(argv);
+  if (flags === 'help') {
     console.log(checkConfigHelp);
     return 0;
   }
@@ -29,17 +44,15 @@ export async function checkConfig(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}\n`);
     return 0;
   }
-  if (!flags.config) throw new UsageError('--config FILE is required');
-  const config = loadConfig(flags.config);
+  const config = loadConfig(flags.config!);
   process.stdout.write(`# ${flags.config}: valid\n${stringify(config)}`);
-  if (flags.kubeconfig && flags['in-cluster']) throw new UsageError('--kubeconfig and --in-cluster exclude each other');
   if (!flags.kubeconfig && !flags['in-cluster']) return 0;
   const kube = await KubeClient.load(flags.kubeconfig);
   try {
     const review = await kube.request<{ status?: { userInfo?: { username?: string } } }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
     });
-    await preflight(kube, new Policy(config, review.status?.userInfo?.username), { namespace: flags.namespace ?? DEFAULT_NAMESPACE, register: !flags['no-register'] });
+    await preflight(kube, new Policy(config, review.status?.userInfo?.username), { namespace: flags.namespace, register: !flags['no-register'] });
     process.stdout.write(`# the cluster serves every configured resource and ${review.status?.userInfo?.username ?? 'this user'} may do all spec-guard needs\n`);
     return 0;
   } catch (err) {

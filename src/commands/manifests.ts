@@ -3,8 +3,7 @@ import { stringify } from 'yaml';
 import { loadConfig } from '../config/index.js';
 import { Policy } from '../guard/index.js';
 import { renderAdmissionObjects, renderRbac, type WebhookEndpoint } from '../registration/index.js';
-import { parseFlags, parsePort, UsageError } from './args.js';
-import { DEFAULT_NAMESPACE, SPEC_GUARD } from '../names.js';
+import { defineFlags, flag } from './flags.js';
 
 export const manifestsHelp = `Usage: spec-guard manifests --config FILE [flags]
 
@@ -26,30 +25,34 @@ Flags:
   --gitops               with --rbac: for 'serve --no-register' (read access to the admission
                          objects, no create or update)`;
 
+const manifestsFlags = defineFlags(
+  {
+    config: flag.config,
+    namespace: flag.namespace,
+    'service-name': flag.serviceName,
+    'service-port': flag.port(443),
+    'webhook-url': flag.webhookUrl,
+    'ca-bundle-file': flag.optionalText(),
+    'self-user': flag.optionalText(),
+    rbac: flag.switch(),
+    gitops: flag.switch(),
+  },
+  (f, problem) => {
+    if (f.gitops && !f.rbac) problem('gitops', 'goes with --rbac');
+  },
+);
+
 export function manifests(argv: string[]): number {
-  const flags = parseFlags(argv, {
-    config: { type: 'string' },
-    namespace: { type: 'string' },
-    'service-name': { type: 'string' },
-    'service-port': { type: 'string' },
-    'webhook-url': { type: 'string' },
-    'ca-bundle-file': { type: 'string' },
-    'self-user': { type: 'string' },
-    rbac: { type: 'boolean' },
-    gitops: { type: 'boolean' },
-  });
-  if (flags.help) {
+  const flags = manifestsFlags(argv);
+  if (flags === 'help') {
     console.log(manifestsHelp);
     return 0;
   }
-  if (!flags.config) throw new UsageError('--config FILE is required');
-  const namespace = flags.namespace ?? DEFAULT_NAMESPACE;
-  const serviceName = flags['service-name'] ?? SPEC_GUARD;
+  const { namespace, 'service-name': serviceName } = flags;
   const policy = new Policy(loadConfig(flags.config), flags['self-user'] ?? `system:serviceaccount:${namespace}:${serviceName}`);
   const endpoint: WebhookEndpoint = flags['webhook-url']
     ? { url: flags['webhook-url'] }
-    : { service: { name: serviceName, namespace, port: parsePort(flags['service-port'], '--service-port', 443) } };
-  if (flags.gitops && !flags.rbac) throw new UsageError('--gitops goes with --rbac');
+    : { service: { name: serviceName, namespace, port: flags['service-port'] } };
   if (flags.rbac) {
     const rbac = renderRbac(policy, { namespace, serviceAccount: serviceName, register: !flags.gitops });
     process.stdout.write(rbac.map((o) => stringify(o, { aliasDuplicateObjects: false })).join('---\n'));

@@ -1,8 +1,7 @@
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { CA_SECRET, pairOf, requestRotation, ROTATED_FOR, TLS_SECRET } from '../certs/index.js';
 import { isNotFound, KubeClient, readSecret } from '../kube/index.js';
-import { parseFlags, UsageError } from './args.js';
-import { DEFAULT_NAMESPACE } from '../names.js';
+import { defineFlags, flag } from './flags.js';
 
 export const rotateHelp = `Usage: spec-guard rotate [--ca] [--kubeconfig F] [--namespace NS] [--timeout S]
 
@@ -16,20 +15,15 @@ Flags:
   --namespace NS     spec-guard's namespace (default: spec-guard)
   --timeout S        seconds to wait for the leader (default 120)`;
 
+const rotateFlags = defineFlags({ ca: flag.switch(), kubeconfig: flag.kubeconfig, namespace: flag.namespace, timeout: flag.seconds(120, 1) });
+
 export async function rotate(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    ca: { type: 'boolean' },
-    kubeconfig: { type: 'string' },
-    namespace: { type: 'string' },
-    timeout: { type: 'string' },
-  });
-  if (flags.help) {
+  const flags = rotateFlags(argv);
+  if (flags === 'help') {
     console.log(rotateHelp);
     return 0;
   }
-  const timeoutSeconds = Number(flags.timeout ?? 120);
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new UsageError('--timeout: expected a positive number of seconds');
-  const namespace = flags.namespace ?? DEFAULT_NAMESPACE;
+  const { namespace, timeout: timeoutSeconds } = flags;
   const kube = await KubeClient.load(flags.kubeconfig);
   try {
     const token = `${new Date().toISOString()}-${randomBytes(4).toString('hex')}`;

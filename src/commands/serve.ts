@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config/index.js';
-import { parseFlags } from './args.js';
-import { parseServeFlags } from './serve-flags.js';
+import { z } from 'zod';
+import { defineFlags, flag } from './flags.js';
+import { DEFAULT_NAMESPACE } from '../names.js';
 import { startRuntime, type RuntimeOptions } from '../runtime/index.js';
 
 export const serveHelp = `Usage: spec-guard serve --config FILE [flags]
@@ -45,34 +46,41 @@ function podNamespace(): string | undefined {
   }
 }
 
+const serveFlags = defineFlags(
+  {
+    config: flag.config,
+    port: flag.port(8443),
+    'bind-address': { type: 'string', schema: z.string().default('0.0.0.0') },
+    'metrics-port': flag.port(8080),
+    'tls-cert-file': flag.optionalText(),
+    'tls-key-file': flag.optionalText(),
+    'tls-ca-file': flag.optionalText(),
+    'ca-propagation-seconds': flag.seconds(20, 0),
+    'tls-san': flag.repeatable(),
+    'client-ca-file': flag.optionalText(),
+    'stamp-key-file': flag.optionalText(),
+    standalone: flag.switch(),
+    kubeconfig: flag.kubeconfig,
+    namespace: flag.optionalText(),
+    'service-name': flag.serviceName,
+    'webhook-url': flag.webhookUrl,
+    'no-register': flag.switch(),
+    'lease-duration': flag.seconds(15, 3, true),
+    identity: flag.optionalText(),
+    'log-level': { type: 'string', schema: z.enum(['debug', 'info', 'warn', 'error'], { error: 'expected debug, info, warn or error' }).optional() },
+  },
+  (f, problem) => {
+    if (Boolean(f['tls-cert-file']) !== Boolean(f['tls-key-file'])) problem('tls-cert-file', 'goes with --tls-key-file');
+    if (f['tls-ca-file'] && !f['tls-cert-file']) problem('tls-ca-file', 'goes with --tls-cert-file and --tls-key-file');
+  },
+);
+
 export async function serve(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    config: { type: 'string' },
-    port: { type: 'string' },
-    'bind-address': { type: 'string' },
-    'metrics-port': { type: 'string' },
-    'tls-cert-file': { type: 'string' },
-    'tls-key-file': { type: 'string' },
-    'tls-ca-file': { type: 'string' },
-    'ca-propagation-seconds': { type: 'string' },
-    'tls-san': { type: 'string', multiple: true },
-    'client-ca-file': { type: 'string' },
-    'stamp-key-file': { type: 'string' },
-    standalone: { type: 'boolean' },
-    kubeconfig: { type: 'string' },
-    namespace: { type: 'string' },
-    'service-name': { type: 'string' },
-    'webhook-url': { type: 'string' },
-    'no-register': { type: 'boolean' },
-    'lease-duration': { type: 'string' },
-    identity: { type: 'string' },
-    'log-level': { type: 'string' },
-  });
-  if (flags.help) {
+  const f = serveFlags(argv);
+  if (f === 'help') {
     console.log(serveHelp);
     return 0;
   }
-  const f = parseServeFlags(flags, podNamespace);
   const config = loadConfig(f.config);
   const options: RuntimeOptions = {
     config,
@@ -87,7 +95,7 @@ export async function serve(argv: string[]): Promise<number> {
     stampKeyFile: f['stamp-key-file'],
     standalone: f.standalone,
     kubeconfig: f.kubeconfig,
-    namespace: f.namespace,
+    namespace: f.namespace ?? podNamespace() ?? DEFAULT_NAMESPACE,
     serviceName: f['service-name'],
     webhookUrl: f['webhook-url'],
     register: !f['no-register'],

@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/index.js';
 import { isNotFound, KubeClient, collectionPath } from '../kube/index.js';
 import { createStore, stamperFromSecret, watchScopes } from '../sync/index.js';
-import { objectKey, observe, parseObjectKey, Policy } from '../guard/index.js';
+import { objectKey, observe, parseObjectKey, Policy, resourceName } from '../guard/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createLogger } from '../log/index.js';
 import { Metrics } from '../metrics/index.js';
@@ -9,8 +9,7 @@ import { ContinuityMonitor } from '../registration/index.js';
 import type { ContinuityRecord, LayerState, NamespaceLabels } from '../guard/index.js';
 
 const silentLogger = createLogger('error');
-import { parseFlags, UsageError } from './args.js';
-import { DEFAULT_NAMESPACE } from '../names.js';
+import { defineFlags, flag } from './flags.js';
 
 export const statusHelp = `Usage: spec-guard status --config FILE [--kubeconfig F] [--namespace NS]
 
@@ -53,15 +52,16 @@ async function listNamespaceLabels(kube: KubeClient): Promise<NamespaceLabels> {
   return (namespace) => labels.get(namespace);
 }
 
+const statusFlags = defineFlags({ config: flag.config, kubeconfig: flag.kubeconfig, namespace: flag.namespace });
+
 export async function status(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, { config: { type: 'string' }, kubeconfig: { type: 'string' }, namespace: { type: 'string' } });
-  if (flags.help) {
+  const flags = statusFlags(argv);
+  if (flags === 'help') {
     console.log(statusHelp);
     return 0;
   }
-  if (!flags.config) throw new UsageError('--config FILE is required');
   const config = loadConfig(flags.config);
-  const namespace = flags.namespace ?? DEFAULT_NAMESPACE;
+  const { namespace } = flags;
   const kube = await KubeClient.load(flags.kubeconfig);
   try {
     const policy = new Policy(config);
@@ -79,7 +79,7 @@ export async function status(argv: string[]): Promise<number> {
         const matched = policy.matchStored(group, resource, object, entry, namespaceLabels);
         if (!matched) continue;
         seen.add(key);
-        const name = `${resource}.${group} ${object.metadata?.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata?.name}`;
+        const name = `${resourceName(group, resource)} ${object.metadata?.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata?.name}`;
         if (matched.mode === 'off') {
           rows.push({ object: name, state: 'paused', detail: `mode off (resources[${matched.index}])` });
           continue;
@@ -121,7 +121,7 @@ export async function status(argv: string[]): Promise<number> {
       const { group, resource, namespace: ns, name } = parseObjectKey(key);
       const tombstone = stored.tombstones.get(key);
       rows.push({
-        object: `${resource}.${group} ${ns ? `${ns}/` : ''}${name}`,
+        object: `${resourceName(group, resource)} ${ns ? `${ns}/` : ''}${name}`,
         state: tombstone ? 'deleted' : 'missing',
         detail: tombstone ? `by the source of truth at ${tombstone.at}` : 'to be recreated from the canonical copy',
       });

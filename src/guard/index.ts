@@ -10,7 +10,7 @@ export { attributeChange, attributeDelete, laterRevision, UNKNOWN_LAYERS, type A
 export { entryValues, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './canonical-entry.js';
 export { Policy, type Rule, type UserInfo } from './policy.js';
 export { compileSelection, namePatternRegex, selectionRestoreOps, type NamespaceLabels, type Selectable, type Selection, type SelectionKeys } from './selection.js';
-export { objectKey, parseObjectKey } from './object-key.js';
+export { objectKey, parseObjectKey, resourceName } from './object-key.js';
 export { planRepair, SELECTION, type RepairInput, type RepairPlan, type Report, type Unattributed } from './repair.js';
 export { parsePointer, formatPointer, getAt, hasParent, isPlainObject, removeAt, setAt } from './pointer.js';
 export { observe, resolve, type Observation, type ChangePlan } from './observe.js';

@@ -8,3 +8,8 @@ export function parseObjectKey(key: string): { group: string; resource: string; 
   const [group = '', resource = '', namespace = '', ...name] = key.split('/');
   return { group, resource, namespace, name: name.join('/') };
 }
+
+/** A resource as Kubernetes names it (applications.argoproj.io; secrets for the core group): in metric labels, logs and status. */
+export function resourceName(group: string, resource: string): string {
+  return group ? `${resource}.${group}` : resource;
+}

@@ -1,3 +1,4 @@
+import { resourceName } from './object-key.js';
 import type { Config, Mode, ResourceRuleConfig } from '../config/schema.js';
 import { GuardedView } from './guarded-view.js';
 import { normalizers } from './normalizers.js';
@@ -55,7 +56,7 @@ export class Policy {
    * so that no request body can add a label set.
    */
   resourceLabel(group: string, resource: string): string {
-    return this.byResource.has(`${group}/${resource}`) ? `${resource}.${group}` : 'other';
+    return this.byResource.has(`${group}/${resource}`) ? resourceName(group, resource) : 'other';
   }
 
   isTrusted(user: UserInfo | undefined): boolean {

@@ -66,8 +66,8 @@ export type RepairPlan = PlanBase &
     | { kind: 'none'; why?: string }
     /** Keep `entry` as the canonical value (learned, or in sync); `stamp`: a patch that (re)stamps the object. */
     | { kind: 'keep'; entry: CanonicalEntry; store: boolean; endFight: boolean; clearTombstone: boolean; stamp: PatchOp[]; purpose: 'stamp' | 'restamp' }
-    /** No longer guarded: forget the canonical value (`tombstone`: keep it a while, stamps issued before the delete are stale). */
-    | { kind: 'forget'; why: string; tombstone?: Tombstone }
+    /** No longer guarded: forget the canonical value (`tombstone`: keep it a while, stamps issued before the delete are stale); `by`: who deleted it. */
+    | { kind: 'forget'; why: string; by?: string; tombstone?: Tombstone }
     /** Patch the object back to the canonical value; `report` once it landed. */
     | { kind: 'revert'; entry: CanonicalEntry; ops: PatchOp[]; changed: string[]; attribution: Attribution; report: Report }
     /** Warn mode: report the change, leave it in place. */
@@ -214,16 +214,15 @@ function planDelete(input: RepairInput): RepairPlan {
   const { entry, tombstone, rule, leader, layers, key } = input;
   const uid = input.object.metadata?.uid;
   if (!entry) return { kind: 'none' };
-  if (confirms(tombstone, uid)) return { kind: 'forget', why: 'guarded object deleted (trusted: tombstone)', tombstone };
-  if (rule.config.deletes === 'allow' || rule.mode === 'warn') {
-    return { kind: 'forget', why: `guarded object deleted (allowed by the rule: ${rule.mode}, deletes: ${rule.config.deletes})` };
-  }
+  const deleted = (by: string) => ({ kind: 'forget' as const, why: 'guarded object deleted', by });
+  if (confirms(tombstone, uid)) return { ...deleted('trusted (tombstone)'), tombstone };
+  if (rule.config.deletes === 'allow' || rule.mode === 'warn') return deleted(`allowed by the rule (${rule.mode}, deletes: ${rule.config.deletes})`);
   if (!leader) return { kind: 'none' };
   if (!layers) return { kind: 'verify-layers', staleOk: false };
   const attribution = attributeDelete(layers, entry);
-  if (attribution === 'trusted') return { kind: 'forget', why: 'guarded object deleted (trusted: the guard layer held throughout, no one else could delete it)' };
+  if (attribution === 'trusted') return deleted('trusted (the guard layer held throughout: no one else could delete it)');
   const report = attribution === 'unattributed' ? unattributed([], rule.config.blindWindow.deletes) : undefined;
-  if (report?.action === 'keep-deleted') return { kind: 'forget', why: 'guarded object deleted (unattributed, a blind window): kept deleted', unattributed: report };
+  if (report?.action === 'keep-deleted') return { ...deleted('unattributed (a blind window): kept deleted'), unattributed: report };
   return { kind: 'recreate', body: recreation(key, entry), unattributed: report, report: { reason: 'DeletedObjectRecreated', message: 'Recreated from the canonical copy: it was deleted outside admission by someone other than the source of truth' } };
 }
 

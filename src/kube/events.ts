@@ -28,8 +28,16 @@ interface Series {
  * at most once per `minIntervalMs` per series, later occurrences folded into the next
  * write. Failures are reported, never thrown: events are best effort.
  */
+/** Series remembered at once (the least recently recorded are forgotten first: a later occurrence starts a new Event). */
+const MAX_SERIES = 10_000;
+/** Event writes at once: a burst of reverts is not slowed by its own Events, which wait. */
+const MAX_IN_FLIGHT = 4;
+
 export class EventRecorder {
   private readonly series = new Map<string, Series>();
+  private inFlight = 0;
+  /** Series due to be written, waiting for a write slot (at most one entry per series). */
+  private readonly due: Array<() => Promise<void>> = [];
 
   constructor(
     private readonly kube: KubeClient,
@@ -52,21 +60,47 @@ export class EventRecorder {
         message,
         lastWrite: 0,
       };
-      this.series.set(id, s);
+    } else {
+      this.series.delete(id); // most recently recorded last
     }
+    this.series.set(id, s);
+    this.forgetOldest();
     s.pending++;
     s.message = message;
     if (s.timer) return;
     const wait = Math.max(0, s.lastWrite + this.minIntervalMs - Date.now());
     const series = s;
     series.timer = setTimeout(() => {
-      series.timer = undefined;
-      void this.flush(series, object, type, reason);
+      this.due.push(() => this.flush(series, object, type, reason));
+      this.pump();
     }, wait);
     series.timer.unref();
   }
 
+  private pump(): void {
+    while (this.inFlight < MAX_IN_FLIGHT && this.due.length > 0) {
+      this.inFlight++;
+      void this.due.shift()!().finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private forgetOldest(): void {
+    for (const [id, s] of this.series) {
+      if (this.series.size <= MAX_SERIES) return;
+      if (!s.timer) this.series.delete(id);
+    }
+  }
+
+  /** Series remembered now (bounded). */
+  get size(): number {
+    return this.series.size;
+  }
+
   private async flush(s: Series, object: InvolvedObject, type: string, reason: string): Promise<void> {
+    s.timer = undefined;
     const creating = s.count === 0;
     s.count += s.pending;
     s.pending = 0;

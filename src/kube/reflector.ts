@@ -1,8 +1,10 @@
+import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
 import { backoffMs } from './backoff.js';
 import { KubeError, type KubeClient } from './client.js';
 
+/** What a reflector reads of any object: its identity and revision. */
 export interface ListedObject {
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };
+  metadata?: Pick<ObjectMeta, 'name' | 'namespace' | 'resourceVersion'>;
   [key: string]: unknown;
 }
 

@@ -1,17 +1,10 @@
+import type { Secret as CoreSecret } from 'kubernetes-types/core/v1.js';
+import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
 import { isConflict, isNotFound, type KubeClient } from './client.js';
 import { MANAGED_BY_LABEL } from '../names.js';
 
-export interface Secret {
-  metadata: {
-    name: string;
-    namespace: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
-  type?: string;
-  data?: Record<string, string>;
-}
+/** A Secret as JSON on the wire (kubernetes-types), as spec-guard writes and reads its own: named, in a namespace. */
+export type Secret = Omit<CoreSecret, 'metadata'> & { metadata: ObjectMeta & { name: string; namespace: string } };
 
 export const secretPath = (namespace: string, name?: string) =>
   `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets${name ? `/${encodeURIComponent(name)}` : ''}`;

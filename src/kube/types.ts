@@ -1,4 +1,6 @@
-/** The parts of admission.k8s.io/v1 AdmissionReview that spec-guard reads and writes. */
+import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
+
+/** The parts of admission.k8s.io/v1 AdmissionReview that spec-guard reads and writes (kubernetes-types has no admission.k8s.io: it is not a served API). */
 
 export interface GroupVersionResource {
   group: string;
@@ -6,21 +8,15 @@ export interface GroupVersionResource {
   resource: string;
 }
 
+/**
+ * Any Kubernetes object as JSON on the wire. The metadata type comes from kubernetes-types
+ * (generated from the OpenAPI spec, times as strings as they are on the wire); client-node's
+ * models describe its own deserialized objects (times as Date) and so do not fit raw JSON.
+ */
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
-  metadata?: {
-    name?: string;
-    generateName?: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    creationTimestamp?: string;
-    deletionTimestamp?: string;
-    [key: string]: unknown;
-  };
+  metadata?: ObjectMeta;
   [key: string]: unknown;
 }
 

@@ -104,7 +104,7 @@ export class ContinuityMonitor {
     this.record = { ...stored };
     this.desired = renderAdmissionObjects(o.policy, { endpoint: { url: 'https://spec-guard.invalid' }, caBundle: '', excludedNamespaces: ['kube-system', o.namespace] });
     this.layers = layerKinds(o.policy);
-    this.verify = coalesce(async () => (this.last = await this.check()));
+    this.verify = coalesce(() => this.check());
   }
 
   /** Starts from the stored record and keeps the layers' state current (metrics, and periods established early). */
@@ -201,6 +201,9 @@ export class ContinuityMonitor {
       stamp: serving ? layer(this.layers.stamp, serving) : { intact: false },
       tombstone: layer(this.layers.tombstone),
     };
+    // Known before it is shown (and before the record is stored, which may take a while):
+    // whoever reads the metric as "in force" finds the watcher deciding with it too.
+    this.last = layers;
     for (const name of ['guard', 'stamp', 'tombstone'] as const) this.o.metrics.layerIntact.set({ layer: name }, layers[name].intact ? 1 : 0);
     if (JSON.stringify(this.record) !== before) {
       if (this.o.isLeader()) await this.o.save(this.record);

@@ -77,7 +77,6 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     decisionContext: () => ({ policy, canonical: cache, stamper, namespaceLabels: namespaces?.get, now: Date.now() }),
     metrics,
     logger,
-    isReady: () => ready,
     knowNamespace: namespaces && ((namespace) => namespaces.ensure(namespace)),
     recordTombstone: (req) => recordTombstone(req, cache, store),
   });

@@ -2,17 +2,10 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { isConflict, isNotFound, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
+import type { Lease as CoordinationLease, LeaseSpec } from 'kubernetes-types/coordination/v1.js';
 
-interface Lease {
-  metadata: { name: string; namespace: string; resourceVersion?: string };
-  spec: {
-    holderIdentity?: string | null;
-    leaseDurationSeconds?: number;
-    acquireTime?: string;
-    renewTime?: string;
-    leaseTransitions?: number;
-  };
-}
+/** A Lease as JSON on the wire, with its spec (spec-guard always writes one). */
+type Lease = CoordinationLease & { spec: LeaseSpec };
 
 /** MicroTime: RFC 3339 with exactly six fractional digits. */
 const microTime = (d: Date) => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
@@ -66,7 +59,7 @@ export class LeaderElector {
     const now = microTime(new Date());
     const takingOver = previous?.spec.holderIdentity !== this.identity;
     return {
-      metadata: { name: this.options.name, namespace: this.options.namespace, resourceVersion: previous?.metadata.resourceVersion },
+      metadata: { name: this.options.name, namespace: this.options.namespace, resourceVersion: previous?.metadata?.resourceVersion },
       spec: {
         holderIdentity: this.identity,
         leaseDurationSeconds: this.options.leaseDurationSeconds,
@@ -130,8 +123,9 @@ export class LeaderElector {
     try {
       const lease = await this.kube.request<Lease>('GET', `${this.path}/${this.options.name}`, { timeoutMs: 2000 });
       if (lease.spec.holderIdentity !== this.identity) return;
-      lease.spec.holderIdentity = null;
-      await this.kube.request('PUT', `${this.path}/${this.options.name}`, { body: lease, timeoutMs: 2000 });
+      // PUT replaces the spec: without a holder, the lease is free at once.
+      const { holderIdentity: _released, ...spec } = lease.spec;
+      await this.kube.request('PUT', `${this.path}/${this.options.name}`, { body: { ...lease, spec }, timeoutMs: 2000 });
     } catch (err) {
       this.logger.warn('could not release the lease', { error: (err as Error).message });
     }

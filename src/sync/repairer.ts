@@ -1,7 +1,7 @@
 import { collectionPath, KubeError, objectPath, type EventRecorder, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import { RevertThrottle, type PatchOp, type RepairPlan, type Report, type Rule } from '../guard/index.js';
+import { resourceName, RevertThrottle, type PatchOp, type RepairPlan, type Report, type Rule } from '../guard/index.js';
 import type { CanonicalCache } from './cache.js';
 import type { CanonicalStore } from './store/index.js';
 import type { StoreWriter } from './store-writer.js';
@@ -43,13 +43,14 @@ export class Repairer {
   private readonly throttle = new RevertThrottle();
   /** Keys drifted and not yet reverted, for the drifted-objects gauge. */
   private readonly drifted = new Set<string>();
+  private readonly driftedPerResource = new Map<string, number>();
 
   constructor(private readonly d: RepairerDeps) {}
 
   /** `object`: the version the plan was made for; `attempt`: how often it was tried before; `seenAt`: when the watch showed it. */
   async execute(target: Target, object: KubeObject, plan: RepairPlan, seenAt: number, attempt: number): Promise<Outcome> {
     const { key } = target;
-    const label = `${target.resource}.${target.group}`;
+    const label = resourceName(target.group, target.resource);
     if (plan.drifted !== undefined) this.setDrifted(target, plan.drifted);
     if (plan.detected && attempt === 0) this.d.metrics.driftDetected.inc({ source: 'watch', resource: label });
     if (plan.unattributed) {
@@ -72,7 +73,7 @@ export class Repairer {
         this.d.cache.delete(key);
         this.d.writer.markDirty(key);
         this.setDrifted(target, false);
-        this.d.logger.info(plan.why, { key });
+        this.d.logger.info(plan.why, { key, by: plan.by });
         return DONE;
       case 'keep':
         this.d.cache.set(key, plan.entry);
@@ -92,7 +93,7 @@ export class Repairer {
 
   private async revert(target: Target, object: KubeObject, plan: Extract<RepairPlan, { kind: 'revert' }>, seenAt: number): Promise<Outcome> {
     const { key } = target;
-    const label = `${target.resource}.${target.group}`;
+    const label = resourceName(target.group, target.resource);
     const { waitMs, fightStarted } = this.throttle.decide(key, Date.now());
     // Fighting another writer: revert the version there is once the backoff is over.
     if (waitMs > 0) return { again: true, afterMs: waitMs };
@@ -128,13 +129,13 @@ export class Repairer {
     } catch (err) {
       if (isGone(err)) return DONE;
       if (isRetryableConflict(err)) return { again: true };
-      if (what === 'revert') this.d.metrics.reverts.inc({ resource: `${target.resource}.${target.group}`, result: 'error' });
+      if (what === 'revert') this.d.metrics.reverts.inc({ resource: resourceName(target.group, target.resource), result: 'error' });
       throw new Error(`${what} failed: ${(err as Error).message}`);
     }
   }
 
   private async recreate(target: Target, body: Record<string, unknown>, report: Report): Promise<Outcome> {
-    const label = `${target.resource}.${target.group}`;
+    const label = resourceName(target.group, target.resource);
     const namespace = (body.metadata as { namespace?: string }).namespace;
     try {
       const created = await this.d.kube.request<KubeObject>('POST', collectionPath(target.group, target.version, target.resource, namespace), {
@@ -168,7 +169,9 @@ export class Repairer {
     if (drifted === this.drifted.has(target.key)) return;
     if (drifted) this.drifted.add(target.key);
     else this.drifted.delete(target.key);
-    const prefix = `${target.group}/${target.resource}/`;
-    this.d.metrics.driftedObjects.set({ resource: `${target.resource}.${target.group}` }, [...this.drifted].filter((k) => k.startsWith(prefix)).length);
+    const resource = resourceName(target.group, target.resource);
+    const count = (this.driftedPerResource.get(resource) ?? 0) + (drifted ? 1 : -1);
+    this.driftedPerResource.set(resource, count);
+    this.d.metrics.driftedObjects.set({ resource }, count);
   }
 }

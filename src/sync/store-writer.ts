@@ -1,6 +1,6 @@
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import { parseObjectKey, type CanonicalEntry } from '../guard/index.js';
+import { parseObjectKey, resourceName, type CanonicalEntry } from '../guard/index.js';
 import type { CanonicalCache } from './cache.js';
 import type { CanonicalStore } from './store/index.js';
 
@@ -89,7 +89,7 @@ export class StoreWriter {
     const counts = new Map<string, number>();
     for (const key of entries.keys()) {
       const { group, resource } = parseObjectKey(key);
-      counts.set(`${resource}.${group}`, (counts.get(`${resource}.${group}`) ?? 0) + 1);
+      counts.set(resourceName(group, resource), (counts.get(resourceName(group, resource)) ?? 0) + 1);
     }
     for (const [resource, count] of counts) this.metrics.canonicalObjects.set({ resource }, count);
     this.lastFlushMs = Date.now() - started;

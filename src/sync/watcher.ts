@@ -7,6 +7,7 @@ import {
   objectKey,
   parseObjectKey,
   planRepair,
+  resourceName,
   TOMBSTONE_CONFIRM_MS,
   UNKNOWN_LAYERS,
   type Layers,
@@ -130,7 +131,7 @@ export class Watcher {
 
     for (const scope of watchScopes(this.d.policy)) {
       const { group, version, resource, namespace } = scope;
-      const label = `${resource}.${group}`;
+      const label = resourceName(group, resource);
       const prefix = `${group}/${resource}/${namespace === undefined ? '' : `${namespace}/`}`;
       const informer = new Informer<KubeObject, string>(
         this.d.kube,
@@ -240,7 +241,7 @@ export class Watcher {
           this.d.cache.delete(key);
           this.writer.markDirty(key);
         }
-        this.d.logger.info('namespace left the guarded selection: its objects are no longer guarded', { namespace, resource: `${scope.resource}.${scope.group}` });
+        this.d.logger.info('namespace left the guarded selection: its objects are no longer guarded', { namespace, resource: resourceName(scope.group, scope.resource) });
       }
     }
   }
@@ -249,7 +250,7 @@ export class Watcher {
   private async listNamespace(work: string): Promise<void> {
     const [group, version, resource, namespace] = work.slice('namespace:'.length).split('/') as [string, string, string, string];
     const list = await this.d.kube.request<{ metadata: { resourceVersion: string }; items: KubeObject[] }>('GET', collectionPath(group, version, resource, namespace), { timeoutMs: 60_000 });
-    this.d.logger.info('namespace entered a guarded selection', { namespace, resource: `${resource}.${group}` , objects: list.items.length });
+    this.d.logger.info('namespace entered a guarded selection', { namespace, resource: resourceName(group, resource) , objects: list.items.length });
     for (const item of list.items) {
       const key = objectKey(group, resource, item.metadata?.namespace, item.metadata?.name ?? '');
       this.enqueue({ group, resource, version }, key, 'ADDED', item, list.metadata.resourceVersion, false);

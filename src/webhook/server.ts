@@ -5,7 +5,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import type { AdmissionRequest } from '../kube/index.js';
-import { decide, type DecisionContext } from '../guard/index.js';
+import { decide, resourceName, type DecisionContext } from '../guard/index.js';
 import type { Decision, Webhook } from '../guard/index.js';
 import { BadReviewError, parseReview, reviewResponse } from './review.js';
 import { HttpError, readJsonBody } from './body.js';
@@ -25,7 +25,6 @@ export interface WebhookServerOptions {
   decisionContext: () => DecisionContext;
   metrics: Metrics;
   logger: Logger;
-  isReady: () => boolean;
   /**
    * Records a trusted delete durably before it is admitted (never for dryRun). A failure
    * refuses the delete: admitting it without a tombstone would get the object recreated.
@@ -140,20 +139,16 @@ function admissionHandler(options: WebhookServerOptions) {
   };
 }
 
-/** Everything but the admission endpoints: health, readiness, and clear 404/405 answers. */
+/**
+ * Everything but the admission endpoints: clear 404/405 answers. Health and readiness are
+ * served once, on the metrics port, where the probes look; the webhook port answers reviews only.
+ */
 function createWebhookApp(options: WebhookServerOptions): express.Express {
   const { metrics, logger } = options;
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.get('/healthz', (_req, res) => {
-    res.type('text/plain').send('ok');
-  });
-  app.get('/readyz', (_req, res) => {
-    const ready = options.isReady();
-    res.status(ready ? 200 : 503).type('text/plain').send(ready ? 'ok' : 'not ready');
-  });
-  const knownPaths: Record<string, string> = { '/mutate': 'POST', '/validate': 'POST', '/healthz': 'GET', '/readyz': 'GET' };
+  const knownPaths: Record<string, string> = { '/mutate': 'POST', '/validate': 'POST' };
   app.use((req, res) => {
     const allowed = knownPaths[req.path];
     if (allowed) {
@@ -180,7 +175,7 @@ function logDecision(logger: Logger, webhook: Webhook, req: AdmissionRequest, de
     webhook,
     operation: req.operation,
     user: req.userInfo.username,
-    object: `${req.resource.resource}.${req.resource.group} ${req.namespace ?? ''}/${req.name ?? ''}`,
+    object: `${resourceName(req.resource.group, req.resource.resource)} ${req.namespace ?? ''}/${req.name ?? ''}`,
     decision: decision.kind === 'deny' ? 'deny' : decision.reason,
     changed: decision.kind === 'deny' ? decision.changed : undefined,
     dryRun: req.dryRun || undefined,

@@ -39,7 +39,6 @@ export async function startServer(rule?: string): Promise<RunningServer> {
     decisionContext: () => t.ctx,
     metrics,
     logger: createLogger('error', () => {}),
-    isReady: () => true,
     recordTombstone: async (req) => {
       if (running.failTombstones) throw new Error('store unavailable');
       tombstones.push(req);

@@ -64,6 +64,24 @@ describe('spec-guard CLI', () => {
     expect(runCli(['serve']).stderr).toContain('--config: is required');
   });
 
+  it('every subcommand checks its flags the same way, with the same messages for the flags they share', () => {
+    const cases: Array<[string[], string]> = [
+      [['status'], 'spec-guard status: --config: is required'],
+      [['manifests'], 'spec-guard manifests: --config: is required'],
+      [['check-config'], 'spec-guard check-config: --config: is required'],
+      [['manifests', '--config', goodConfig, '--service-port', '70000'], '--service-port: expected a port number 0-65535'],
+      [['manifests', '--config', goodConfig, '--webhook-url', 'http://x'], '--webhook-url: must be an https:// URL'],
+      [['manifests', '--config', goodConfig, '--gitops'], '--gitops: goes with --rbac'],
+      [['rotate', '--timeout', 'soon'], '--timeout: expected a number of seconds, 1 or more'],
+      [['check-config', '--config', goodConfig, '--kubeconfig', 'k', '--in-cluster'], '--kubeconfig: excludes --in-cluster'],
+      [['status', '--config', goodConfig, '--bogus'], "Unknown option '--bogus'"],
+    ];
+    for (const [args, message] of cases) {
+      const { code, stderr } = runCli(args);
+      expect({ args, code, said: stderr.includes(message) }).toEqual({ args, code: 2, said: true });
+    }
+  });
+
   it('without --standalone and without a reachable cluster, serve fails fast and says why', () => {
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(

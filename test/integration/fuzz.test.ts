@@ -106,8 +106,7 @@ describe('fuzzing the webhook port', () => {
     expect(allowedChanges).toBe(0);
     expect(statuses.get(200)).toBeGreaterThan(COUNT / 10);
     expect(statuses.get(400)).toBeGreaterThan(COUNT / 10);
-    // Still healthy.
-    expect((await server.request('GET', '/healthz')).status).toBe(200);
+    // Still answering, and still right.
     const valid = review('alice-update-spec');
     const after = await server.request('POST', '/validate', JSON.stringify(valid));
     expect(after.json<any>().response.allowed).toBe(false);

@@ -65,9 +65,9 @@ describe('admission over HTTPS', () => {
     }
   });
 
-  it('serves /healthz and /readyz', async () => {
-    expect((await server.request('GET', '/healthz')).body).toBe('ok');
-    expect((await server.request('GET', '/readyz')).status).toBe(200);
+  it('answers reviews only: health and readiness are served once, on the metrics port', async () => {
+    expect((await server.request('GET', '/healthz')).status).toBe(404);
+    expect((await server.request('GET', '/readyz')).status).toBe(404);
   });
 });
 
@@ -117,7 +117,7 @@ describe('bad input gets a clear error and changes nothing', () => {
     const wrong = await server.request('GET', '/mutate');
     expect(wrong.status).toBe(405);
     expect(wrong.headers.allow).toBe('POST');
-    const put = await server.request('PUT', '/healthz', 'x');
+    const put = await server.request('PUT', '/validate', 'x');
     expect(put.status).toBe(405);
     await expectStillAnswers();
   });

@@ -19,4 +19,9 @@ describe('the code layout', () => {
       expect(importsOf(folder).filter(({ from }) => /\/(webhook|sync|registration|commands|certs)\//.test(from))).toEqual([]);
     }
   });
+
+  it('kube/ is the bottom layer: it imports only itself, the names and Kubernetes wire types', () => {
+    const allowed = [/^\.\/[a-z-]+\.js$/, /^\.\.\/names\.js$/, /^kubernetes-types\//, /^@kubernetes\/client-node$/, /^node:/, /^yaml$/];
+    expect(importsOf('kube').filter(({ from }) => !allowed.some((a) => a.test(from)))).toEqual([]);
+  });
 });
