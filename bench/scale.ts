@@ -75,6 +75,30 @@ async function patchMany(kube: Awaited<ReturnType<typeof adminClient>>, who: Rec
 const metricsOf = async (sg: { metricsPort: number }) => (await fetch(`http://127.0.0.1:${sg.metricsPort}/metrics`)).text();
 const counter = (metrics: string, series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
 
+/** The state Secrets (index, shards, tombstones, continuity): name → resourceVersion and data bytes. */
+async function stateSecrets(kube: Awaited<ReturnType<typeof adminClient>>): Promise<Map<string, { rv: string; bytes: number }>> {
+  const list = await kube.request<{ items: Array<{ metadata: { name: string; resourceVersion: string }; data?: Record<string, string> }> }>('GET', '/api/v1/namespaces/spec-guard/secrets');
+  return new Map(
+    list.items
+      .filter((secret) => secret.metadata.name.startsWith('spec-guard-state'))
+      .map((secret) => [secret.metadata.name, { rv: secret.metadata.resourceVersion, bytes: Object.values(secret.data ?? {}).reduce((n, v) => n + (v.length * 3) / 4, 0) }]),
+  );
+}
+
+/** Waits until the state Secrets stop changing for a second. */
+async function secretsSettled(kube: Awaited<ReturnType<typeof adminClient>>): Promise<Map<string, { rv: string; bytes: number }>> {
+  let last = '';
+  let secrets = new Map<string, { rv: string; bytes: number }>();
+  for (let stable = 0; stable < 4; ) {
+    await sleep(250);
+    secrets = await stateSecrets(kube);
+    const now = JSON.stringify([...secrets]);
+    stable = now === last ? stable + 1 : 0;
+    last = now;
+  }
+  return secrets;
+}
+
 /** Waits until the store's files stop changing for a second (the watcher's writes are debounced). */
 async function settled(path: string): Promise<void> {
   let last = '';
@@ -92,11 +116,13 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'spec-guard-bench-scale-'));
   const config = (store: string) => {
     const file = join(dir, `${store}.yaml`);
-    writeFileSync(file, `resources:\n  - group: argoproj.io\n    resource: applications\n    namespaces: [argocd]\n    normalizer: argocd-application\nstore:\n  type: ${store}\n  path: ${join(dir, 'state.json')}\n`);
+    const where = store === 'secret' ? '' : `\n  path: ${join(dir, 'state.json')}`;
+    writeFileSync(file, `resources:\n  - group: argoproj.io\n    resource: applications\n    namespaces: [argocd]\n    normalizer: argocd-application\nstore:\n  type: ${store}${where}\n`);
     return file;
   };
   await kube.request('DELETE', APPS).catch(() => undefined);
   await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+  for (const name of (await stateSecrets(kube).catch(() => new Map())).keys()) await kube.request('DELETE', `/api/v1/namespaces/spec-guard/secrets/${name}`);
   try {
     // Fill the cluster through admission, so every Application is stamped as in production.
     const filler = await startSpecGuard(self, config('memory'));
@@ -147,6 +173,30 @@ async function main(): Promise<void> {
     const after = storeFiles(statePath);
     const written = after.rewritten !== before.rewritten ? after.snapshot + after.log : after.log - before.log;
 
+    // The Secret store (the one several replicas share), the same objects: a new leader
+    // writes it all once; then the cost of BATCH changed objects.
+    await sg.stop();
+    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    const shared = await startSpecGuard(self, config('secret'), [], NODE_OPTIONS);
+    const sharedReadyRss = rssMb(shared.child.pid!);
+    const fullWrite = await secretsSettled(kube);
+    const sharedSteadyRss = rssMb(shared.child.pid!);
+    const sharedBytes = [...fullWrite.values()].reduce((n, s) => n + s.bytes, 0);
+    await patchMany(kube, AGENT, BATCH, 'agent-v3');
+    for (let waited = 0; JSON.stringify([...(await stateSecrets(kube))]) === JSON.stringify([...fullWrite]) && waited < 120_000; waited += 250) await sleep(250);
+    const afterChange = await secretsSettled(kube);
+    const sharedWritten = [...afterChange].filter(([name, s]) => fullWrite.get(name)?.rv !== s.rv).reduce((n, [, s]) => n + s.bytes, 0);
+    const shards = [...afterChange.keys()].filter((name) => /-g\d+-\d+$/.test(name)).length;
+    // A restart reads it all back.
+    await shared.stop();
+    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    const reread = await startSpecGuard(self, config('secret'), ['--no-register'], NODE_OPTIONS);
+    const rereadMs = reread.startMs;
+    await reread.stop();
+    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    const secretLine = `secret store: ${shards} shards, ${(sharedBytes / 1024 / 1024).toFixed(1)} MB compressed in Secrets (${(sharedBytes / COUNT).toFixed(0)} bytes per object); first start to ready ${(shared.startMs / 1000).toFixed(1)} s, RSS ${sharedReadyRss.toFixed(0)} MB ready, ${sharedSteadyRss.toFixed(0)} MB once written; ${BATCH} changed objects rewrote ${(sharedWritten / 1024 / 1024).toFixed(1)} MB of shards; restart to ready (reading the shards back) ${(rereadMs / 1000).toFixed(1)} s`;
+    const sgAgain = await startSpecGuard(self, config('file'), [], NODE_OPTIONS);
+
     // Admission with this cache (the object is one of the 10,000), then with an empty one.
     const stored = await kube.request<Record<string, any>>('GET', `${APPS}/scale-42`);
     const changed = structuredClone(stored);
@@ -161,8 +211,8 @@ async function main(): Promise<void> {
         object: changed, oldObject: stored,
       },
     });
-    const full = await p99(sg.port, review);
-    await sg.stop();
+    const full = await p99(sgAgain.port, review);
+    await sgAgain.stop();
 
     // Reverts: BATCH objects drifted at once behind admission (no admission objects at all: a
     // blind window, whose changes are reverted by default).
@@ -201,6 +251,7 @@ async function main(): Promise<void> {
     console.log(`reverts: ${reverted} of ${BATCH} drifted at once reverted, all within ${allReverted.toFixed(1)} s of the first drift, ${((allRevertedAt - driftEnded) / 1000).toFixed(1)} s after the last; revert p50 ≤ ${histogramQuantile(revertMetrics, 'spec_guard_revert_duration_seconds', 0.5) * 1000} ms, p99 ≤ ${histogramQuantile(revertMetrics, 'spec_guard_revert_duration_seconds', 0.99) * 1000} ms (histogram bucket bounds); spec-guard CPU ${cpuPerRevertMs.toFixed(2)} ms per revert`);
     const rate = (r: { ms: number }) => ((BATCH * 1000) / r.ms).toFixed(0);
     console.log(`the apiserver's own rate for such writes (${CONCURRENCY} at a time): the drifting PATCHes took ${(drift.ms / 1000).toFixed(1)} s (${rate(drift)}/s, p99 ${percentile(drift.latencies, 99).toFixed(0)} ms, sharing the apiserver with the reverts); alone, without spec-guard, ${(bare.ms / 1000).toFixed(1)} s (${rate(bare)}/s, p50 ${percentile(bare.latencies, 50).toFixed(0)} ms, p99 ${percentile(bare.latencies, 99).toFixed(0)} ms)`);
+    console.log(secretLine);
     console.log(`admission /validate at 500 req/s: with ${COUNT} cached p50 ${full.p50} ms p99 ${full.p99} ms; empty cache p50 ${none.p50} ms p99 ${none.p99} ms (errors ${full.errors + none.errors})`);
   } finally {
     kube.close();
