@@ -196,6 +196,8 @@ async function main(): Promise<void> {
     await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
     const secretLine = `secret store: ${shards} shards, ${(sharedBytes / 1024 / 1024).toFixed(1)} MB compressed in Secrets (${(sharedBytes / COUNT).toFixed(0)} bytes per object); first start to ready ${(shared.startMs / 1000).toFixed(1)} s, RSS ${sharedReadyRss.toFixed(0)} MB ready, ${sharedSteadyRss.toFixed(0)} MB once written; ${BATCH} changed objects rewrote ${(sharedWritten / 1024 / 1024).toFixed(1)} MB of shards; restart to ready (reading the shards back) ${(rereadMs / 1000).toFixed(1)} s`;
     const sgAgain = await startSpecGuard(self, config('file'), [], NODE_OPTIONS);
+    await sleep(5000); // leadership, the changes made meanwhile learned and stored: steady state
+    await settled(statePath);
 
     // Admission with this cache (the object is one of the 10,000), then with an empty one.
     const stored = await kube.request<Record<string, any>>('GET', `${APPS}/scale-42`);

@@ -9,6 +9,8 @@ class FakeSecrets {
   readonly secrets = new Map<string, Secret>();
   private revision = 0;
   writes: Array<{ method: string; name: string; bytes: number }> = [];
+  /** Index writes to fail as if the process were killed just before them. */
+  failIndexWrites = 0;
 
   asKube(): KubeClient {
     return { request: (method: string, path: string, options: { body?: Secret } = {}) => this.request(method, path, options.body) } as unknown as KubeClient;
@@ -28,6 +30,10 @@ class FakeSecrets {
       return {};
     }
     const target = body!.metadata.name!;
+    if (target.endsWith('-index') && this.failIndexWrites > 0) {
+      this.failIndexWrites--;
+      throw new Error('killed before the index write');
+    }
     const bytes = Object.values(body!.data ?? {}).reduce((n, v) => n + v.length, 0);
     if (bytes > 1024 * 1024) throw new KubeError(422, 'Invalid', 'Too long: must have at most 1048576 bytes');
     if (method === 'POST' && this.secrets.has(target)) throw new KubeError(409, 'AlreadyExists', 'exists');
@@ -51,9 +57,10 @@ const entry = (i: number): CanonicalEntry => ({
 });
 
 const shardNames = (fake: FakeSecrets) => [...fake.secrets.keys()].filter((n) => /^state-g\d+-\d+$/.test(n));
+const journalNames = (fake: FakeSecrets) => [...fake.secrets.keys()].filter((n) => /^state-g\d+-j\d+$/.test(n));
 
 describe('Secret store', () => {
-  it('grows its shards with the state: every Secret stays under the limit, and a reload finds every entry', async () => {
+  it('grows its shards with the state: every Secret stays under the limit, and a reload finds every entry, journals included', async () => {
     const fake = new FakeSecrets();
     const store = new SecretStore(fake.asKube(), 'spec-guard', 'state');
     await store.load();
@@ -66,30 +73,90 @@ describe('Secret store', () => {
       }
       await store.saveEntries(entries, added);
     }
+    expect(store.usage()).toBeLessThan(0.75);
+    const fromJournals = await new SecretStore(fake.asKube(), 'spec-guard', 'state').load();
+    expect(fromJournals.entries).toEqual(entries);
+    // A new leader writes it all: folded into shards grown for the state, earlier generations gone.
+    await store.saveEntries(entries, new Set(entries.keys()));
     const shards = shardNames(fake);
     expect(shards.length).toBeGreaterThan(16);
-    expect(store.usage()).toBeLessThan(0.75);
-    // Only the current generation remains.
+    expect(journalNames(fake)).toEqual([]);
     expect(new Set(shards.map((n) => n.split('-')[1]))).toEqual(new Set([shards[0]!.split('-')[1]]));
     const reloaded = await new SecretStore(fake.asKube(), 'spec-guard', 'state').load();
     expect(reloaded.entries.size).toBe(8000);
     expect(reloaded.entries.get('argoproj.io/applications/agent-7/app-7007')).toEqual(entries.get('argoproj.io/applications/agent-7/app-7007'));
   });
 
-  it('a write rewrites only the shards holding a changed entry', async () => {
+  it('a write costs what changed: one change is a small journal write and the index; 1,000 scattered changes of 3,000 about their own size, not the state', async () => {
     const fake = new FakeSecrets();
     const store = new SecretStore(fake.asKube(), 'spec-guard', 'state');
     await store.load();
     const entries = new Map(Array.from({ length: 3000 }, (_, i) => [`g/r/ns/o${i}`, entry(i)] as const));
     await store.saveEntries(entries, new Set(entries.keys()));
-    const shards = shardNames(fake).length;
+    const stateBytes = shardNames(fake).reduce((n, name) => n + fake.secrets.get(name)!.data!['entries.json.gz']!.length, 0);
     fake.writes = [];
     entries.set('g/r/ns/o42', entry(4242));
     await store.saveEntries(entries, new Set(['g/r/ns/o42']));
-    expect(fake.writes.map((w) => w.method)).toEqual(['PUT']);
-    // About one shard's worth, not the state.
-    const stateBytes = shardNames(fake).reduce((n, name) => n + fake.secrets.get(name)!.data!['entries.json.gz']!.length, 0);
-    expect(fake.writes[0]!.bytes).toBeLessThan((2 * stateBytes) / shards);
+    expect(fake.writes.map((w) => [w.method, w.name])).toEqual([['POST', 'state-g1-j0'], ['PUT', 'state-index']]);
+    expect(fake.writes[0]!.bytes).toBeLessThan(5000);
+    // The next small change goes into the same journal Secret (rewritten whole while small).
+    fake.writes = [];
+    entries.delete('g/r/ns/o7');
+    await store.saveEntries(entries, new Set(['g/r/ns/o7']));
+    expect(fake.writes.map((w) => [w.method, w.name])).toEqual([['PUT', 'state-g1-j0']]);
+    // 1,000 scattered changes: written once each, compressed; no shard rewritten.
+    fake.writes = [];
+    const changed = new Set<string>();
+    for (let i = 1; i < 3000; i += 3) {
+      entries.set(`g/r/ns/o${i}`, entry(10_000 + i));
+      changed.add(`g/r/ns/o${i}`);
+    }
+    await store.saveEntries(entries, changed);
+    expect(fake.writes.filter((w) => /-g\d+-\d+$/.test(w.name))).toEqual([]);
+    const written = fake.writes.reduce((n, w) => n + w.bytes, 0);
+    expect(written).toBeLessThan(stateBytes / 2);
+    const reloaded = await new SecretStore(fake.asKube(), 'spec-guard', 'state').load();
+    expect(reloaded.entries).toEqual(entries);
+  });
+
+  it('a kill between the journal write and the index write loses only that write: the uncounted journal is not read, and the next write takes its place', async () => {
+    const fake = new FakeSecrets();
+    const store = new SecretStore(fake.asKube(), 'spec-guard', 'state');
+    await store.load();
+    const entries = new Map(Array.from({ length: 100 }, (_, i) => [`g/r/ns/o${i}`, entry(i)] as const));
+    await store.saveEntries(entries, new Set(entries.keys()));
+    const before = structuredClone(entries);
+    entries.set('g/r/ns/o1', entry(1001));
+    fake.failIndexWrites = 1;
+    await expect(store.saveEntries(entries, new Set(['g/r/ns/o1']))).rejects.toThrow('killed');
+    expect(fake.secrets.has('state-g1-j0')).toBe(true);
+    expect((await new SecretStore(fake.asKube(), 'spec-guard', 'state').load()).entries).toEqual(before);
+    const restarted = new SecretStore(fake.asKube(), 'spec-guard', 'state');
+    await restarted.load();
+    entries.set('g/r/ns/o2', entry(1002));
+    await restarted.saveEntries(entries, new Set(['g/r/ns/o1', 'g/r/ns/o2']));
+    expect((await new SecretStore(fake.asKube(), 'spec-guard', 'state').load()).entries).toEqual(entries);
+  });
+
+  it('journals are folded into a new generation of shards once they outgrow the shards', async () => {
+    const fake = new FakeSecrets();
+    const store = new SecretStore(fake.asKube(), 'spec-guard', 'state');
+    await store.load();
+    const entries = new Map(Array.from({ length: 400 }, (_, i) => [`g/r/ns/o${i}`, entry(i)] as const));
+    await store.saveEntries(entries, new Set(entries.keys()));
+    let folded = false;
+    for (let round = 0; round < 40 && !folded; round++) {
+      const changed = new Set<string>();
+      for (let i = round % 2; i < 400; i += 3) {
+        entries.set(`g/r/ns/o${i}`, entry(round * 1000 + i));
+        changed.add(`g/r/ns/o${i}`);
+      }
+      await store.saveEntries(entries, changed);
+      folded = shardNames(fake).some((n) => !n.startsWith('state-g1-'));
+    }
+    expect(folded).toBe(true);
+    expect(journalNames(fake).every((n) => !n.startsWith('state-g1-'))).toBe(true);
+    expect((await new SecretStore(fake.asKube(), 'spec-guard', 'state').load()).entries).toEqual(entries);
   });
 
   it('moves a store of the earlier layout (16 fixed shards) to the index on its first write, keeping every entry', async () => {

@@ -16,12 +16,23 @@ const MIN_SHARDS = 16;
 /** A shard past this (compressed) size doubles the shard count: room to grow before the 1 MiB limit. */
 const GROW_BYTES = MAX_SECRET_BYTES / 2;
 const INDEX_FORMAT = 'spec-guard/secret-store/v2';
+/** The last journal Secret takes further changes (rewritten whole) while it is smaller than this. */
+const JOURNAL_APPEND_BYTES = 128 * 1024;
+/** Journals are folded into new shards once they outgrow the shards (and this). */
+const FOLD_MIN_BYTES = MAX_SECRET_BYTES;
 
-/** Where the entries are: shard Secrets `<name>-g<generation>-<i>` for i below `shards`. */
+/**
+ * Where the entries are: shard Secrets `<name>-g<generation>-<i>` for i below `shards`, then
+ * the changes since, in journal Secrets `<name>-g<generation>-j<i>` for i below `journal`,
+ * applied in order (a null entry: forgotten).
+ */
 interface Layout {
   generation: number;
   shards: number;
+  journal: number;
 }
+
+type Journal = Record<string, CanonicalEntry | null>;
 
 /** FNV-1a: a key's shard, cheap enough to compute for every entry on every write. */
 function shardOf(key: string, shards: number): number {
@@ -46,6 +57,8 @@ export class SecretStore implements CanonicalStore {
   /** Set while the store is in the layout from before the index: the first write moves it. */
   private legacy = false;
   private readonly shardVersions = new Map<string, string>();
+  /** The newest journal Secret of the current layout as this replica knows it, to append to while it is small. */
+  private lastJournal: { index: number; content: Journal } | undefined;
   private indexVersion: string | undefined;
   private continuityVersion: string | undefined;
   /** Bytes last written, per Secret name: what `usage()` reports. */
@@ -80,17 +93,25 @@ export class SecretStore implements CanonicalStore {
   }
 
   private readonly shardName = (layout: Layout, shard: number) => `${this.name}-g${layout.generation}-${shard}`;
+  private readonly journalName = (layout: Layout, index: number) => `${this.name}-g${layout.generation}-j${index}`;
 
-  private async readShards(names: string[], into: Map<string, CanonicalEntry>): Promise<void> {
+  /** Reads the given Secrets in order, applying each one's entries (a null entry removes its key); returns the last one's. */
+  private async readShards(names: string[], into: Map<string, CanonicalEntry>): Promise<Journal | undefined> {
+    let last: Journal | undefined;
     for (const name of names) {
       const secret = await this.read(name);
       if (!secret) continue;
       this.shardVersions.set(name, secret.metadata.resourceVersion!);
       const raw = secret.data?.[ENTRIES_KEY];
       if (!raw) continue;
-      const entries = JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8')) as Record<string, CanonicalEntry>;
-      for (const [key, entry] of Object.entries(entries)) into.set(key, entry);
+      this.sizes.set(name, raw.length);
+      last = JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8')) as Journal;
+      for (const [key, entry] of Object.entries(last)) {
+        if (entry) into.set(key, entry);
+        else into.delete(key);
+      }
     }
+    return last;
   }
 
   async load(): Promise<Snapshot> {
@@ -99,6 +120,8 @@ export class SecretStore implements CanonicalStore {
     if (index) {
       this.layout = index;
       await this.readShards(Array.from({ length: index.shards }, (_, i) => this.shardName(index, i)), snapshot.entries);
+      const last = await this.readShards(Array.from({ length: index.journal }, (_, i) => this.journalName(index, i)), snapshot.entries);
+      this.lastJournal = last && index.journal > 0 ? { index: index.journal - 1, content: last } : undefined;
     } else {
       await this.readShards(Array.from({ length: MIN_SHARDS }, (_, i) => `${this.name}-${i}`), snapshot.entries);
       this.legacy = snapshot.entries.size > 0;
@@ -116,13 +139,43 @@ export class SecretStore implements CanonicalStore {
     const layout = this.layout;
     const full = layout && [...this.sizes].some(([name, size]) => name.startsWith(`${this.name}-g${layout.generation}-`) && size > GROW_BYTES);
     if (!layout || this.legacy || full) return this.reshard(entries, layout ? layout.shards * (full ? 2 : 1) : MIN_SHARDS);
-    const dirty = new Set([...changed].map((key) => shardOf(key, layout.shards)));
-    const contents = this.group(entries, layout.shards, dirty);
-    for (const [shard, content] of contents) {
-      const data = this.encode(content);
-      if (data[ENTRIES_KEY]!.length > MAX_SECRET_BYTES) return this.reshard(entries, layout.shards * 2);
-      await this.writeShard(this.shardName(layout, shard), data);
+    // Most of the state changed (a new leader writes it all), or the journals outgrew the
+    // shards: fold everything into a new generation of shards. Else append to the journal.
+    const bytes = (kind: RegExp) => [...this.sizes].filter(([name]) => name.startsWith(`${this.name}-g${layout.generation}-`) && kind.test(name)).reduce((n, [, size]) => n + size, 0);
+    if (changed.size * 2 >= entries.size || bytes(/-j\d+$/) > Math.max(bytes(/-\d+$/), FOLD_MIN_BYTES)) return this.reshard(entries, layout.shards);
+    await this.appendJournal(layout, entries, changed);
+  }
+
+  /**
+   * Writes the changed entries as journal Secrets: into the newest one while it is small
+   * (rewritten whole, one atomic write), else into new ones, which the index then counts. A
+   * kill before the index write leaves them uncounted: not read, and overwritten next time.
+   */
+  private async appendJournal(layout: Layout, entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void> {
+    const delta: Journal = {};
+    for (const key of changed) delta[key] = entries.get(key) ?? null;
+    const last = this.lastJournal;
+    const appendable = last && last.index === layout.journal - 1 && (this.sizes.get(this.journalName(layout, last.index)) ?? Infinity) < JOURNAL_APPEND_BYTES;
+    let first = appendable ? last.index : layout.journal;
+    let chunks = this.encodeChunks(appendable ? { ...last.content, ...delta } : delta);
+    if (appendable && chunks.length > 1) {
+      first = layout.journal;
+      chunks = this.encodeChunks(delta);
     }
+    for (const [i, chunk] of chunks.entries()) await this.writeShard(this.journalName(layout, first + i), chunk.data);
+    const journal = Math.max(layout.journal, first + chunks.length);
+    if (journal !== layout.journal) await this.writeIndex({ ...layout, journal });
+    this.lastJournal = { index: first + chunks.length - 1, content: chunks.at(-1)!.content };
+  }
+
+  /** `content` encoded in as few Secrets as fit (halving until each is under GROW_BYTES). */
+  private encodeChunks(content: Journal): Array<{ content: Journal; data: Record<string, string> }> {
+    const data = this.encode(content);
+    const keys = Object.keys(content);
+    if (data[ENTRIES_KEY]!.length <= GROW_BYTES || keys.length < 2) return [{ content, data }];
+    const half = Math.ceil(keys.length / 2);
+    const part = (from: number, to: number) => Object.fromEntries(keys.slice(from, to).map((k) => [k, content[k]!]));
+    return [...this.encodeChunks(part(0, half)), ...this.encodeChunks(part(half, keys.length))];
   }
 
   /**
@@ -131,8 +184,15 @@ export class SecretStore implements CanonicalStore {
    */
   private async followIndex(): Promise<void> {
     const index = await this.readIndex();
-    if (!index || index.generation === this.layout?.generation) return;
+    if (!index) return;
+    if (index.generation === this.layout?.generation) {
+      // Another leader may have appended journals meanwhile: continue after them.
+      if (index.journal !== this.layout.journal) this.lastJournal = undefined;
+      this.layout = index;
+      return;
+    }
     this.layout = index;
+    this.lastJournal = undefined;
     this.legacy = false;
     for (const name of [...this.sizes.keys()]) if (name.startsWith(`${this.name}-g`)) this.sizes.delete(name);
     this.shardVersions.clear();
@@ -146,7 +206,7 @@ export class SecretStore implements CanonicalStore {
     const layout = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Layout & { format?: string };
     if (layout.format !== INDEX_FORMAT || !Number.isInteger(layout.generation) || !(layout.shards >= MIN_SHARDS)) throw new Error(`${this.name}-index is not a ${INDEX_FORMAT} index`);
     this.indexVersion = index!.metadata.resourceVersion;
-    return { generation: layout.generation, shards: layout.shards };
+    return { generation: layout.generation, shards: layout.shards, journal: Number.isInteger(layout.journal) ? layout.journal : 0 };
   }
 
   /** The entries of the given shards (all when `only` is absent), one pass over the state. */
@@ -160,7 +220,7 @@ export class SecretStore implements CanonicalStore {
     return contents;
   }
 
-  private encode(content: Record<string, CanonicalEntry>): Record<string, string> {
+  private encode(content: Journal): Record<string, string> {
     return { [ENTRIES_KEY]: gzipSync(JSON.stringify(content)).toString('base64') };
   }
 
@@ -193,9 +253,17 @@ export class SecretStore implements CanonicalStore {
       if (encoded.every((data) => data[ENTRIES_KEY]!.length <= GROW_BYTES)) break;
       shards *= 2;
     }
-    const next: Layout = { generation, shards };
+    const next: Layout = { generation, shards, journal: 0 };
     for (const [i, data] of encoded.entries()) await this.writeShard(this.shardName(next, i), data);
-    const index = { [INDEX_KEY]: Buffer.from(JSON.stringify({ format: INDEX_FORMAT, ...next })).toString('base64') };
+    await this.writeIndex(next);
+    this.lastJournal = undefined;
+    this.legacy = false;
+    await this.removeEarlierShards(generation);
+  }
+
+  /** Switches the index to `layout` (one write: what a load reads from then on). */
+  private async writeIndex(layout: Layout): Promise<void> {
+    const index = { [INDEX_KEY]: Buffer.from(JSON.stringify({ format: INDEX_FORMAT, ...layout })).toString('base64') };
     for (let attempt = 0; ; attempt++) {
       try {
         this.indexVersion = (await this.write(`${this.name}-index`, index, this.indexVersion)).metadata.resourceVersion;
@@ -205,9 +273,7 @@ export class SecretStore implements CanonicalStore {
         this.indexVersion = (await this.read(`${this.name}-index`))?.metadata.resourceVersion;
       }
     }
-    this.layout = next;
-    this.legacy = false;
-    await this.removeEarlierShards(generation);
+    this.layout = layout;
   }
 
   /** Shards of generations before `generation` (and of the layout before the index): no longer read. */
@@ -219,7 +285,7 @@ export class SecretStore implements CanonicalStore {
       .filter((name) => {
         if (!name.startsWith(prefix)) return false;
         const rest = name.slice(prefix.length);
-        const shard = /^g(\d+)-\d+$/.exec(rest);
+        const shard = /^g(\d+)-j?\d+$/.exec(rest);
         return /^\d+$/.test(rest) || (shard !== null && Number(shard[1]) < generation);
       });
     for (const name of earlier) {
