@@ -59,6 +59,16 @@ const entry = (i: number): CanonicalEntry => ({
 const shardNames = (fake: FakeSecrets) => [...fake.secrets.keys()].filter((n) => /^state-g\d+-\d+$/.test(n));
 const journalNames = (fake: FakeSecrets) => [...fake.secrets.keys()].filter((n) => /^state-g\d+-j\d+$/.test(n));
 
+/** A store with `count` entries written (one full write: shards of generation 1). */
+async function seeded(count: number) {
+  const fake = new FakeSecrets();
+  const store = new SecretStore(fake.asKube(), 'spec-guard', 'state');
+  await store.load();
+  const entries = new Map(Array.from({ length: count }, (_, i) => [`g/r/ns/o${i}`, entry(i)] as const));
+  await store.saveEntries(entries, new Set(entries.keys()));
+  return { fake, store, entries };
+}
+
 describe('Secret store', () => {
   it('grows its shards with the state: every Secret stays under the limit, and a reload finds every entry, journals included', async () => {
     const fake = new FakeSecrets();
@@ -88,11 +98,7 @@ describe('Secret store', () => {
   });
 
   it('a write costs what changed: one change is a small journal write and the index; 1,000 scattered changes of 3,000 about their own size, not the state', async () => {
-    const fake = new FakeSecrets();
-    const store = new SecretStore(fake.asKube(), 'spec-guard', 'state');
-    await store.load();
-    const entries = new Map(Array.from({ length: 3000 }, (_, i) => [`g/r/ns/o${i}`, entry(i)] as const));
-    await store.saveEntries(entries, new Set(entries.keys()));
+    const { fake, store, entries } = await seeded(3000);
     const stateBytes = shardNames(fake).reduce((n, name) => n + fake.secrets.get(name)!.data!['entries.json.gz']!.length, 0);
     fake.writes = [];
     entries.set('g/r/ns/o42', entry(4242));
@@ -120,11 +126,7 @@ describe('Secret store', () => {
   });
 
   it('a kill between the journal write and the index write loses only that write: the uncounted journal is not read, and the next write takes its place', async () => {
-    const fake = new FakeSecrets();
-    const store = new SecretStore(fake.asKube(), 'spec-guard', 'state');
-    await store.load();
-    const entries = new Map(Array.from({ length: 100 }, (_, i) => [`g/r/ns/o${i}`, entry(i)] as const));
-    await store.saveEntries(entries, new Set(entries.keys()));
+    const { fake, store, entries } = await seeded(100);
     const before = structuredClone(entries);
     entries.set('g/r/ns/o1', entry(1001));
     fake.failIndexWrites = 1;
@@ -139,11 +141,7 @@ describe('Secret store', () => {
   });
 
   it('journals are folded into a new generation of shards once they outgrow the shards', async () => {
-    const fake = new FakeSecrets();
-    const store = new SecretStore(fake.asKube(), 'spec-guard', 'state');
-    await store.load();
-    const entries = new Map(Array.from({ length: 400 }, (_, i) => [`g/r/ns/o${i}`, entry(i)] as const));
-    await store.saveEntries(entries, new Set(entries.keys()));
+    const { fake, store, entries } = await seeded(400);
     let folded = false;
     for (let round = 0; round < 40 && !folded; round++) {
       const changed = new Set<string>();
