@@ -191,6 +191,9 @@ export class FileStore extends MemoryStore {
     const write = async () => {
       const records = (change.entries?.size ?? 0) + (change.tombstones?.size ?? 0) + (change.continuity ? 1 : 0);
       if (records === 0) return;
+      // Most of the state changed (a new leader, the revisions a relist raises): appended, it
+      // would be written twice, to the log and then by the compaction it brings about.
+      if ((change.entries?.size ?? 0) * 2 > this.state.entries.size) return this.compact();
       await mkdir(dirname(this.path), { recursive: true });
       const handle = await open(this.logPath, 'a', 0o600);
       try {
