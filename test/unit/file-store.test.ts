@@ -23,6 +23,15 @@ const sizeOf = (file: string) => {
   }
 };
 
+/** A loaded, empty file store and a thousand entries to write to it. */
+async function thousand() {
+  const path = join(mkdtempSync(join(tmpdir(), 'sg-store-')), 'state.json');
+  const store = new FileStore(path, () => undefined);
+  await store.load();
+  const entries = new Map(Array.from({ length: 1000 }, (_, i) => [`g/r/ns/o${i}`, entry(String(i))]));
+  return { path, store, entries };
+}
+
 describe('file store', () => {
   it('round-trips entries and tombstones through the file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
@@ -86,11 +95,7 @@ describe('file store', () => {
   });
 
   it('a write appends what changed, not the state: one entry of a thousand costs one line', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
-    const path = join(dir, 'state.json');
-    const store = new FileStore(path, () => undefined);
-    await store.load();
-    const entries = new Map(Array.from({ length: 1000 }, (_, i) => [`g/r/ns/o${i}`, entry(String(i))]));
+    const { path, store, entries } = await thousand();
     await store.saveEntries(entries, new Set(entries.keys()));
     const state = sizeOf(path) + sizeOf(`${path}.log`);
     const before = sizeOf(`${path}.log`);
@@ -104,11 +109,7 @@ describe('file store', () => {
   });
 
   it('a change to most of the state is written once, as a snapshot, not appended and then compacted', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
-    const path = join(dir, 'state.json');
-    const store = new FileStore(path, () => undefined);
-    await store.load();
-    const entries = new Map(Array.from({ length: 1000 }, (_, i) => [`g/r/ns/o${i}`, entry(String(i))]));
+    const { path, store, entries } = await thousand();
     await store.saveEntries(entries, new Set(['g/r/ns/o1']));
     await store.saveEntries(entries, new Set(entries.keys()));
     expect(sizeOf(`${path}.log`)).toBe(0);
