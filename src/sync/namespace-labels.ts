@@ -20,7 +20,19 @@ export class NamespaceLabelCache {
   ) {
     this.informer = new Informer<KubeObject, Labels>(
       kube,
-      { path: '/api/v1/namespaces', project: (ns) => ns.metadata?.labels ?? {}, onRestart: (reason) => logger.warn('namespace watch restarted', { reason }) },
+      {
+        path: '/api/v1/namespaces',
+        project: (ns) => ns.metadata?.labels ?? {},
+        onRestart: (reason) => logger.warn('namespace watch restarted', { reason }),
+        // A complete list shows every namespace: one read directly that it misses is gone
+        // (so the direct reads stay bounded by the namespaces that exist).
+        onListed: () => {
+          for (const [namespace, labels] of [...this.read]) {
+            this.read.delete(namespace);
+            if (!this.informer.has(namespace)) this.changed(namespace, labels, undefined);
+          }
+        },
+      },
       ({ key, previous }) => {
         const before = previous ?? this.read.get(key);
         this.read.delete(key);
