@@ -2,7 +2,10 @@
 // plane (its own name and ports, so it never collides with the tests), starts
 // spec-guard as a child process, and writes as the test identities by impersonation.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeClient } from '../src/kube/index.js';
 
@@ -39,34 +42,43 @@ export interface RunningSpecGuard {
   metricsPort: number;
   /** ms from spawn to the "ready" log line. */
   startMs: number;
+  /** Where its log lines go. */
+  logFile: string;
   stop(): Promise<void>;
 }
 
 export async function startSpecGuard(selfKubeconfig: string, config: string, extra: string[] = [], nodeOptions = ''): Promise<RunningSpecGuard> {
   const port = await freePort();
   const metricsPort = await freePort();
+  // Logs go to a file, as a container runtime takes them: through a pipe to this busy
+  // process, spec-guard's synchronous log writes would wait for the bench to read them.
+  const logFile = join(mkdtempSync(join(tmpdir(), 'spec-guard-bench-log-')), 'stderr.log');
+  const log = openSync(logFile, 'w');
   const started = Date.now();
   const child = spawn(
     process.execPath,
     [cli, 'serve', '--config', config, '--kubeconfig', selfKubeconfig, '--namespace', 'spec-guard', '--bind-address', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--webhook-url', `https://127.0.0.1:${port}`, ...extra],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
+    { stdio: ['ignore', 'ignore', log], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
   );
-  let logs = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.on('data', (c: Buffer) => {
-      logs += c.toString();
-      if (logs.includes('"spec-guard ready"')) resolve();
-    });
-    child.on('exit', (code) => reject(new Error(`spec-guard exited (${code}):\n${logs}`)));
-  });
+  closeSync(log);
+  let exited: number | null | undefined;
+  child.on('exit', (code) => (exited = code));
+  for (;;) {
+    const logs = readFileSync(logFile, 'utf8');
+    if (logs.includes('"spec-guard ready"')) break;
+    if (exited !== undefined) throw new Error(`spec-guard exited (${exited}):\n${logs}`);
+    await sleep(20);
+  }
   const startMs = Date.now() - started;
   return {
     child,
     port,
     metricsPort,
     startMs,
+    logFile,
     stop: () =>
       new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.removeAllListeners('exit');
         child.once('exit', () => resolve());
         child.kill('SIGTERM');

@@ -1,19 +1,20 @@
 // bench/scale: 10,000 Applications of ~5 KB (BENCH_OBJECTS) in a real kube-apiserver. Prints
 // spec-guard's start time to ready (stored state loaded, every object listed and classified),
 // its RSS and heap per object, the file store's bytes written for 1,000 changed objects, the
-// revert p99 with 1,000 objects drifted at once, and admission p99 with that cache side by side
-// with an empty one.
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+// time 1,000 objects drifted at once stay drifted, admission p99 with that cache side by side
+// with an empty one, and, for both stores, a kill -9 in the middle of their largest write.
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, percentile, sleep, startSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlaneUp, freePort, percentile, sleep, startSpecGuard } from './cluster.js';
 import { spawn } from 'node:child_process';
+import { FileStore, SecretStore } from '../src/sync/index.js';
+import { killDuringWrite } from './kill.js';
+import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, OBJECT_BYTES, ownRevertTimes, patchMany } from './burst.js';
 import { fileURLToPath } from 'node:url';
 
 const COUNT = Number(process.env.BENCH_OBJECTS ?? 10_000);
-const OBJECT_BYTES = 5000;
-const CONCURRENCY = 32;
 /**
  * The Node.js options manifests/ gives the container, as production runs it; sized for 10,000
  * objects. Past that the heap limit follows the sizing rule (README): 128 MB + 18 KB per object.
@@ -22,16 +23,9 @@ const SHIPPED_OPTIONS = readFileSync(new URL('../../manifests/base/deployment.ya
 const SHIPPED = COUNT <= 10_000 ? SHIPPED_OPTIONS : SHIPPED_OPTIONS.replace(/--max-old-space-size=\d+/, `--max-old-space-size=${Math.ceil(128 + (COUNT * 18) / 1024)}`);
 /** Objects changed (by the agent) and drifted (by alice, behind admission) at once. */
 const BATCH = Math.min(1000, COUNT);
+const batchNames = Array.from({ length: BATCH }, (_, i) => `scale-${i}`);
 /** Further settings to compare with the shipped ones, separated by "|" (BENCH_NODE_OPTIONS). */
 const VARIANTS = [SHIPPED, ...(process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolean)];
-
-/** Helm parameters that bring an Application to about OBJECT_BYTES of JSON. */
-function bulkySpec(i: number) {
-  const parameters: Array<{ name: string; value: string }> = [];
-  const app = application(`scale-${i}`, { source: { repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: 'HEAD', path: 'guestbook', helm: { parameters } } });
-  for (let p = 0; JSON.stringify(app).length < OBJECT_BYTES; p++) parameters.push({ name: `component${p}.replicas`, value: `${i}-${p}-${'x'.repeat(20)}` });
-  return app;
-}
 
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
@@ -40,36 +34,11 @@ async function p99(port: number, body: string): Promise<{ p50: number; p99: numb
   return { p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
-/** The bucket bound below which a fraction `q` of a Prometheus histogram's observations fall. */
-function histogramQuantile(metrics: string, name: string, q: number): number {
-  const buckets = [...metrics.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm'))].map((m) => ({ le: Number(m[1]), count: Number(m[2]) }));
-  const total = buckets.at(-1)?.count ?? 0;
-  return buckets.find((b) => b.count >= q * total)?.le ?? NaN;
-}
-
 /** The state file and its log, in bytes; and when the snapshot was last rewritten. */
 function storeFiles(path: string): { snapshot: number; log: number; rewritten: number } {
   const size = (f: string) => { try { return statSync(f); } catch { return undefined; } };
   const snapshot = size(path);
   return { snapshot: snapshot?.size ?? 0, log: size(`${path}.log`)?.size ?? 0, rewritten: snapshot?.mtimeMs ?? 0 };
-}
-
-/** PATCHes `count` of the objects at once (32 at a time) as `who`, setting their targetRevision. */
-/** PATCHes `count` objects, CONCURRENCY at a time: the time it took and each PATCH's latency (sorted, ms). */
-async function patchMany(kube: Awaited<ReturnType<typeof adminClient>>, who: Record<string, string>, count: number, revision: string): Promise<{ ms: number; latencies: number[] }> {
-  let next = 0;
-  const latencies: number[] = [];
-  const started = Date.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      for (let i = next++; i < count; i = next++) {
-        const t = performance.now();
-        await kube.request('PATCH', `${APPS}/scale-${i}`, { body: { spec: { source: { targetRevision: revision } } }, contentType: 'application/merge-patch+json', headers: who, query: { fieldManager: 'bench' } });
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  return { ms: Date.now() - started, latencies: latencies.sort((a, b) => a - b) };
 }
 
 const metricsOf = async (sg: { metricsPort: number }) => (await fetch(`http://127.0.0.1:${sg.metricsPort}/metrics`)).text();
@@ -83,6 +52,21 @@ async function stateSecrets(kube: Awaited<ReturnType<typeof adminClient>>): Prom
       .filter((secret) => secret.metadata.name.startsWith('spec-guard-state'))
       .map((secret) => [secret.metadata.name, { rv: secret.metadata.resourceVersion, bytes: Object.values(secret.data ?? {}).reduce((n, v) => n + (v.length * 3) / 4, 0) }]),
   );
+}
+
+/** Removes spec-guard's admission objects: a blind window until it registers them again. */
+async function unregister(kube: Awaited<ReturnType<typeof adminClient>>): Promise<void> {
+  for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations', 'validatingadmissionpolicies', 'validatingadmissionpolicybindings']) {
+    await kube.request('DELETE', `/apis/admissionregistration.k8s.io/v1/${kind}/spec-guard`).catch(() => undefined);
+  }
+}
+
+/** The state Secrets' names, metadata only (cheap enough to poll at 100,000 objects). */
+async function stateSecretNames(kube: Awaited<ReturnType<typeof adminClient>>): Promise<string[]> {
+  const list = await kube.request<{ items: Array<{ metadata: { name: string } }> }>('GET', '/api/v1/namespaces/spec-guard/secrets', {
+    headers: { accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' },
+  });
+  return list.items.map((item) => item.metadata.name).filter((name) => name.startsWith('spec-guard-state'));
 }
 
 /** Waits until the state Secrets stop changing for a second. */
@@ -131,7 +115,7 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
         for (let i = next++; i < COUNT; i = next++) {
-          await kube.request('POST', APPS, { body: bulkySpec(i), headers: AGENT, query: { fieldManager: 'argocd-agent' } }).catch((err: Error) => {
+          await kube.request('POST', APPS, { body: bulkyApplication(`scale-${i}`, i), headers: AGENT, query: { fieldManager: 'argocd-agent' } }).catch((err: Error) => {
             if (!/409/.test(err.message)) throw err;
           });
         }
@@ -166,17 +150,37 @@ async function main(): Promise<void> {
 
     // The store's cost of change: the agent changes BATCH objects (stamped, learned, stored).
     const before = storeFiles(statePath);
-    await patchMany(kube, AGENT, BATCH, 'agent-v2');
+    await patchMany(kube, AGENT, batchNames, 'agent-v2');
     // The watcher's writes are debounced (twice the last write's time): wait for them to start, then to end.
     for (let waited = 0; JSON.stringify(storeFiles(statePath)) === JSON.stringify(before) && waited < 120_000; waited += 250) await sleep(250);
     await settled(statePath);
     const after = storeFiles(statePath);
     const written = after.rewritten !== before.rewritten ? after.snapshot + after.log : after.log - before.log;
 
-    // The Secret store (the one several replicas share), the same objects: a new leader
-    // writes it all once; then the cost of BATCH changed objects.
+    // kill -9 in the middle of the file store's largest write: the whole state, as the
+    // admission layers' coming into force makes it (here after a blind window: spec-guard
+    // registers them again at its start).
     await sg.stop();
     await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await unregister(kube);
+    const fileReported: string[] = [];
+    const fileStore = () => new FileStore(statePath, (msg) => fileReported.push(msg));
+    const logBefore = storeFiles(statePath).log;
+    const fileKill = await killDuringWrite({
+      store: 'file',
+      before: await fileStore().load(),
+      start: () => startSpecGuard(self, config('file'), [], NODE_OPTIONS),
+      // A snapshot being written, or the log more than 1 MB into an append (the raised
+      // revisions arrive in several batches, which the log takes as appends).
+      writing: async () => readdirSync(dir).some((f) => f.startsWith('state.json.tmp-')) || storeFiles(statePath).log > logBefore + 1024 * 1024,
+      load: () => fileStore().load(),
+      reported: fileReported,
+      restart: () => startSpecGuard(self, config('file'), ['--no-register'], NODE_OPTIONS),
+    });
+    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+
+    // The Secret store (the one several replicas share), the same objects: a new leader
+    // writes it all once; then the cost of BATCH changed objects.
     const shared = await startSpecGuard(self, config('secret'), [], NODE_OPTIONS);
     const sharedReadyRss = rssMb(shared.child.pid!);
     // Written once every object is stored (the gauge is set after each write), then quiet.
@@ -189,14 +193,28 @@ async function main(): Promise<void> {
     const fullWrite = await secretsSettled(kube);
     const sharedSteadyRss = rssMb(shared.child.pid!);
     const sharedBytes = [...fullWrite.values()].reduce((n, s) => n + s.bytes, 0);
-    await patchMany(kube, AGENT, BATCH, 'agent-v3');
+    await patchMany(kube, AGENT, batchNames, 'agent-v3');
     for (let waited = 0; JSON.stringify([...(await stateSecrets(kube))]) === JSON.stringify([...fullWrite]) && waited < 120_000; waited += 250) await sleep(250);
     const afterChange = await secretsSettled(kube);
     const sharedWritten = [...afterChange].filter(([name, s]) => fullWrite.get(name)?.rv !== s.rv).reduce((n, [, s]) => n + s.bytes, 0);
     const shards = [...afterChange.keys()].filter((name) => /-g\d+-\d+$/.test(name)).length;
-    // A restart reads it all back.
+    // kill -9 in the middle of its largest write: a new generation of every shard, at a start.
     await shared.stop();
     await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    const secretStore = () => new SecretStore(kube, 'spec-guard', 'spec-guard-state');
+    const generations = async () => new Set((await stateSecretNames(kube)).map((name) => /-g(\d+)-\d+$/.exec(name)?.[1]).filter(Boolean));
+    const generationsBefore = await generations();
+    const secretKill = await killDuringWrite({
+      store: 'secret',
+      before: await secretStore().load(),
+      start: () => startSpecGuard(self, config('secret'), [], NODE_OPTIONS),
+      writing: async () => [...(await generations())].some((g) => !generationsBefore.has(g)),
+      load: () => secretStore().load(),
+      reported: [],
+      restart: () => startSpecGuard(self, config('secret'), ['--no-register'], NODE_OPTIONS),
+    });
+    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    // A restart reads it all back.
     const reread = await startSpecGuard(self, config('secret'), ['--no-register'], NODE_OPTIONS);
     const rereadMs = reread.startMs;
     await reread.stop();
@@ -225,27 +243,19 @@ async function main(): Promise<void> {
 
     // Reverts: BATCH objects drifted at once behind admission (no admission objects at all: a
     // blind window, whose changes are reverted by default).
-    for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations', 'validatingadmissionpolicies', 'validatingadmissionpolicybindings']) {
-      await kube.request('DELETE', `/apis/admissionregistration.k8s.io/v1/${kind}/spec-guard`).catch(() => undefined);
-    }
+    await unregister(kube);
     await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
     await sleep(2000); // the apiserver drops the deleted policy
     const watcher = await startSpecGuard(self, config('file'), ['--no-register'], NODE_OPTIONS);
     await sleep(3000);
     const cpuBefore = counter(await metricsOf(watcher), 'process_cpu_seconds_total');
-    const driftStarted = Date.now();
-    const drift = await patchMany(kube, ALICE, BATCH, 'evil');
-    const driftEnded = Date.now();
-    const series = 'spec_guard_reverts_total{resource="applications.argoproj.io",result="reverted"}';
-    for (let waited = 0; counter(await metricsOf(watcher), series) < BATCH && waited < 120_000; waited += 50) await sleep(50);
-    const allRevertedAt = Date.now();
-    const allReverted = (allRevertedAt - driftStarted) / 1000;
-    const revertMetrics = await metricsOf(watcher);
-    const reverted = counter(revertMetrics, series);
-    const cpuPerRevertMs = ((counter(revertMetrics, 'process_cpu_seconds_total') - cpuBefore) * 1000) / Math.max(1, reverted);
+    const burst = await driftBurst(kube, ALICE, batchNames, 'evil');
+    await sleep(3000); // the Events the burst recorded, written
+    const cpuPerRevertMs = ((counter(await metricsOf(watcher), 'process_cpu_seconds_total') - cpuBefore) * 1000) / Math.max(1, burst.latencies.length);
+    const own = ownRevertTimes(watcher.logFile, batchNames);
     // The same writes without spec-guard (stopped below): the apiserver's own rate for them, the floor under any revert burst.
     await watcher.stop();
-    const bare = await patchMany(kube, ALICE, BATCH, 'evil-again');
+    const bare = await patchMany(kube, ALICE, batchNames, 'evil-again');
     const emptyPort = await freePort();
     const empty = spawn(process.execPath, [fileURLToPath(new URL('../src/cli.js', import.meta.url)), 'serve', '--standalone', '--config', config('memory'), '--port', String(emptyPort), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'warn'], { stdio: 'ignore' });
     await sleep(2000);
@@ -257,10 +267,11 @@ async function main(): Promise<void> {
     console.log(`memory per guarded object: canonical state ${(stateBytes / COUNT / 1024).toFixed(1)} KB stored, ${((heapUsedMb * 1024) / COUNT).toFixed(1)} KB of V8 heap in use (all of it, base included), ${((rssSteady * 1024) / COUNT).toFixed(1)} KB of RSS`);
     if (memory.length) console.log(`other Node.js settings, same state and objects:\n${memory.join('\n')}`);
     console.log(`file store: ${(written / 1024 / 1024).toFixed(1)} MB written for ${BATCH} changed objects (${(written / BATCH / 1024).toFixed(1)} KB each; state ${(stateBytes / 1024 / 1024).toFixed(0)} MB)`);
-    console.log(`reverts: ${reverted} of ${BATCH} drifted at once reverted, all within ${allReverted.toFixed(1)} s of the first drift, ${((allRevertedAt - driftEnded) / 1000).toFixed(1)} s after the last; revert p50 ≤ ${histogramQuantile(revertMetrics, 'spec_guard_revert_duration_seconds', 0.5) * 1000} ms, p99 ≤ ${histogramQuantile(revertMetrics, 'spec_guard_revert_duration_seconds', 0.99) * 1000} ms (histogram bucket bounds); spec-guard CPU ${cpuPerRevertMs.toFixed(2)} ms per revert`);
-    const rate = (r: { ms: number }) => ((BATCH * 1000) / r.ms).toFixed(0);
-    console.log(`the apiserver's own rate for such writes (${CONCURRENCY} at a time): the drifting PATCHes took ${(drift.ms / 1000).toFixed(1)} s (${rate(drift)}/s, p99 ${percentile(drift.latencies, 99).toFixed(0)} ms, sharing the apiserver with the reverts); alone, without spec-guard, ${(bare.ms / 1000).toFixed(1)} s (${rate(bare)}/s, p50 ${percentile(bare.latencies, 50).toFixed(0)} ms, p99 ${percentile(bare.latencies, 99).toFixed(0)} ms)`);
+    console.log(`reverts, ${BATCH} of the ${COUNT} drifted at once (${CONCURRENCY} PATCHes at a time), spec-guard CPU ${cpuPerRevertMs.toFixed(2)} ms per revert:\n${describeBurst(burst, BATCH, own)}`);
+    console.log(`the same ${BATCH} PATCHes without spec-guard: ${(bare.ms / 1000).toFixed(1)} s (${((BATCH * 1000) / bare.ms).toFixed(0)}/s, p50 ${percentile(bare.latencies, 50).toFixed(0)} ms, p99 ${percentile(bare.latencies, 99).toFixed(0)} ms)`);
     console.log(secretLine);
+    for (const kill of [fileKill, secretKill]) console.log(kill.line);
+    if (!fileKill.ok || !secretKill.ok) process.exitCode = 1;
     console.log(`admission /validate at 500 req/s: with ${COUNT} cached p50 ${full.p50} ms p99 ${full.p99} ms; empty cache p50 ${none.p50} ms p99 ${none.p99} ms (errors ${full.errors + none.errors})`);
   } finally {
     kube.close();

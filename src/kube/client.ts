@@ -39,7 +39,10 @@ const bodyText = (body: unknown): string => (typeof body === 'string' ? body : J
 
 export class KubeClient {
   private readonly server: URL;
+  /** Calls: at most REQUEST_SOCKETS connections at once; more wait for one. */
   private readonly agent: http.Agent;
+  /** Watches: one connection each for as long as it runs, never taken from the calls' pool. */
+  private readonly watchAgent: http.Agent;
   private credentials: { headers: Record<string, string>; readAt: number } | undefined;
   /** Set by a 401: the next call reads the credentials afresh. */
   private stale = false;
@@ -54,7 +57,11 @@ export class KubeClient {
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
     this.server = new URL(cluster.server);
     const secure = this.server.protocol === 'https:';
-    this.agent = secure ? new https.Agent({ ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, servername: base.servername, keepAlive: true, maxSockets: 32 }) : new http.Agent({ keepAlive: true });
+    const agent = (maxSockets: number) =>
+      secure ? new https.Agent({ ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, servername: base.servername, keepAlive: true, maxSockets }) : new http.Agent({ keepAlive: true, maxSockets });
+    this.agent = agent(REQUEST_SOCKETS);
+    // Their number is set by the configuration (one per watched resource and namespace).
+    this.watchAgent = agent(Infinity);
   }
 
   static async fromKubeConfig(kc: KubeConfig, tokenFile?: string): Promise<KubeClient> {
@@ -96,7 +103,7 @@ export class KubeClient {
     return headers;
   }
 
-  private async open(method: string, path: string, options: RequestOptions, body?: string): Promise<http.ClientRequest> {
+  private async open(method: string, path: string, options: RequestOptions, body?: string, agent = this.agent): Promise<http.ClientRequest> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
     const headers: Record<string, string> = { ...(this.base.headers as Record<string, string>), ...(await this.authHeaders()), accept: 'application/json', ...options.headers };
@@ -107,7 +114,7 @@ export class KubeClient {
       headers['content-length'] = String(Buffer.byteLength(body));
     }
     const transport = url.protocol === 'https:' ? https : http;
-    return transport.request(url, { ...this.base, method, headers, agent: this.agent, signal: options.signal, timeout: options.timeoutMs });
+    return transport.request(url, { ...this.base, method, headers, agent, signal: options.signal, timeout: options.timeoutMs });
   }
 
   /** One API call; resolves with the parsed JSON body, rejects with KubeError. A 401 re-reads the credentials and tries once more. */
@@ -162,7 +169,7 @@ export class KubeClient {
     signal: AbortSignal,
     headers?: Record<string, string>,
   ): Promise<void> {
-    return this.open('GET', path, { query, signal, headers }).then((req) => new Promise<void>((resolve, reject) => {
+    return this.open('GET', path, { query, signal, headers }, undefined, this.watchAgent).then((req) => new Promise<void>((resolve, reject) => {
       req.on('error', reject);
       req.on('response', (res) => {
         if ((res.statusCode ?? 0) >= 300) {
@@ -198,8 +205,15 @@ export class KubeClient {
 
   close(): void {
     this.agent.destroy();
+    this.watchAgent.destroy();
   }
 }
+
+/**
+ * Calls in flight at once, all callers together (the watcher's reverts are most of them in a
+ * burst): enough that the apiserver, not this pool, sets the pace.
+ */
+const REQUEST_SOCKETS = 64;
 
 /** How long credentials are used before they are read again (client-go re-reads token files every minute). */
 const CREDENTIAL_REFRESH_MS = 60_000;

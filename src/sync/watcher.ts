@@ -86,6 +86,12 @@ export function watchScopes(policy: Policy): WatchScope[] {
 
 /** Failed attempts at one version before it is given up (counted); the next event or resync brings it back. */
 const MAX_RETRIES = 10;
+/**
+ * Objects repaired at once. In a burst each revert is one PATCH, which the busy apiserver
+ * takes about 200 ms to answer (bench/revert); with as many in flight as the client has
+ * connections, a revert waits for the apiserver, not for a slot here.
+ */
+const CONCURRENT_REPAIRS = 64;
 
 const isGone = (err: unknown) => err instanceof KubeError && err.status === 404;
 
@@ -114,6 +120,7 @@ export class Watcher {
     this.writer = new StoreWriter(d.store, d.cache, d.metrics, d.logger, d.isLeader);
     this.repairer = new Repairer({ ...d, writer: this.writer });
     this.queue = new WorkQueue((key) => this.process(key), {
+      concurrency: CONCURRENT_REPAIRS,
       maxRetries: MAX_RETRIES,
       onError: (key, err, retryInMs) => {
         if (retryInMs === undefined) d.metrics.workGivenUp.inc({ queue: 'watcher' });

@@ -1,0 +1,120 @@
+// Shared by bench/scale and bench/revert: Applications of ~5 KB, PATCHed many at once, and the
+// time each drift stayed in the apiserver, as a watch of our own sees it.
+import { readFileSync } from 'node:fs';
+import { APPS, application, percentile, type adminClient } from './cluster.js';
+
+type Kube = Awaited<ReturnType<typeof adminClient>>;
+
+export const OBJECT_BYTES = 5000;
+/** Writers at once, for the drift as for any bulk write. */
+export const CONCURRENCY = 32;
+
+/** An Application of about OBJECT_BYTES of JSON (Helm parameters). */
+export function bulkyApplication(name: string, i: number) {
+  const parameters: Array<{ name: string; value: string }> = [];
+  const app = application(name, { source: { repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: 'HEAD', path: 'guestbook', helm: { parameters } } });
+  for (let p = 0; JSON.stringify(app).length < OBJECT_BYTES; p++) parameters.push({ name: `component${p}.replicas`, value: `${i}-${p}-${'x'.repeat(20)}` });
+  return app;
+}
+
+/** PATCHes `names`' targetRevision, CONCURRENCY at a time: the time it took and each PATCH's latency (sorted, ms). */
+export async function patchMany(kube: Kube, who: Record<string, string>, names: string[], revision: string): Promise<{ ms: number; latencies: number[] }> {
+  let next = 0;
+  const latencies: number[] = [];
+  const started = Date.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let i = next++; i < names.length; i = next++) {
+        const t = performance.now();
+        await kube.request('PATCH', `${APPS}/${names[i]}`, { body: { spec: { source: { targetRevision: revision } } }, contentType: 'application/merge-patch+json', headers: who, query: { fieldManager: 'bench' } });
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  return { ms: Date.now() - started, latencies: latencies.sort((a, b) => a - b) };
+}
+
+export interface BurstResult {
+  /** How long the drifting PATCHes took, all of them. */
+  driftMs: number;
+  /** Each drifting PATCH's latency (sorted, ms): the apiserver's latency for a write during the burst. */
+  driftLatencies: number[];
+  /** Per drifted object, ms from the watch showing its drift to the watch showing it gone (sorted). */
+  latencies: number[];
+  /** Drifts never seen reverted within the wait. */
+  unreverted: number;
+  /** From the first drift's PATCH to the last revert seen. */
+  allRevertedMs: number;
+  /** From the last drift's PATCH response to the last revert seen. */
+  afterLastMs: number;
+}
+
+/**
+ * Drifts `names` at once (as `who`, to `revision`) and measures, per object, how long the
+ * drift stayed: a watch (from the collection's current revision, so no initial list of
+ * every object) notes when each object first shows `revision` and when it first shows
+ * another one afterwards.
+ */
+export async function driftBurst(kube: Kube, who: Record<string, string>, names: string[], revision: string, waitMs = 120_000): Promise<BurstResult> {
+  const wanted = new Set(names);
+  const driftSeen = new Map<string, number>();
+  const revertSeen = new Map<string, number>();
+  const { metadata } = await kube.request<{ metadata: { resourceVersion: string } }>('GET', APPS, { query: { limit: '1' } });
+  const abort = new AbortController();
+  // The apiserver closes a watch that falls behind: watch again from the last revision seen.
+  let from = metadata.resourceVersion;
+  const watching = (async () => {
+    while (!abort.signal.aborted) {
+      await kube
+        .stream(APPS, { watch: '1', resourceVersion: from, allowWatchBookmarks: 'false' }, (raw) => {
+          const now = performance.now();
+          const object = (raw as { object: { metadata?: { name?: string; resourceVersion?: string }; spec?: { source?: { targetRevision?: string } } } }).object;
+          from = object.metadata?.resourceVersion ?? from;
+          const name = object.metadata?.name ?? '';
+          if (!wanted.has(name)) return;
+          if (object.spec?.source?.targetRevision === revision) {
+            if (!driftSeen.has(name)) driftSeen.set(name, now);
+          } else if (driftSeen.has(name) && !revertSeen.has(name)) revertSeen.set(name, now);
+        }, abort.signal)
+        .catch(() => undefined);
+    }
+  })();
+  const started = performance.now();
+  const drift = await patchMany(kube, who, names, revision);
+  const driftEnded = performance.now();
+  for (const deadline = Date.now() + waitMs; revertSeen.size < names.length && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+  abort.abort();
+  await watching;
+  const last = Math.max(...revertSeen.values());
+  return {
+    driftMs: drift.ms,
+    driftLatencies: drift.latencies,
+    latencies: [...revertSeen].map(([name, at]) => at - driftSeen.get(name)!).sort((a, b) => a - b),
+    unreverted: names.length - revertSeen.size,
+    allRevertedMs: last - started,
+    afterLastMs: last - driftEnded,
+  };
+}
+
+/** spec-guard's own part of each revert of `names`, from its log: ms from the watch event to the revert stored (sorted). */
+export function ownRevertTimes(logFile: string, names: string[]): number[] {
+  const wanted = new Set(names);
+  return readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((line) => line.includes('"drift reverted"'))
+    .map((line) => JSON.parse(line) as { key: string; ms: number })
+    .filter((entry) => wanted.has(entry.key.slice(entry.key.lastIndexOf('/') + 1)))
+    .map((entry) => entry.ms)
+    .sort((a, b) => a - b);
+}
+
+export function describeBurst(r: BurstResult, of: number, own: number[]): string {
+  const f = (ms: number) => ms.toFixed(0);
+  const q = (sorted: number[]) => `p50 ${f(percentile(sorted, 50))} ms, p99 ${f(percentile(sorted, 99))} ms`;
+  return [
+    `${of - r.unreverted} of ${of} reverted, the last ${(r.afterLastMs / 1000).toFixed(1)} s after the last drifting PATCH returned`,
+    `  how long each drift stayed, as a watch sees it: ${q(r.latencies)}, max ${f(r.latencies.at(-1) ?? NaN)} ms`,
+    `  spec-guard's part (its watch event to its revert stored, from its log): ${q(own)}, max ${f(own.at(-1) ?? NaN)} ms`,
+    `  the apiserver meanwhile: the ${of} drifting PATCHes took ${(r.driftMs / 1000).toFixed(1)} s, each ${q(r.driftLatencies)}; the rest of the watch-to-watch time is its watch delivery`,
+  ].join('\n');
+}
