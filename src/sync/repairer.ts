@@ -102,12 +102,15 @@ export class Repairer {
       this.record(object, { reason: 'SpecDriftFight', message: `Another writer keeps changing ${plan.changed.join(', ')}; spec-guard keeps reverting, each time after a longer wait (up to 5 min)` });
       this.d.logger.warn('another writer keeps changing a guarded object; reverts back off', { key });
     }
+    const patchStarted = Date.now();
     const outcome = await this.patch(target, object, plan.ops, 'revert');
     if (outcome.again || plan.ops.length === 0) return outcome;
+    const now = Date.now();
     this.d.metrics.reverts.inc({ resource: label, result: 'reverted' });
-    this.d.metrics.revertLatency.observe((Date.now() - seenAt) / 1000);
+    this.d.metrics.revertLatency.observe((now - seenAt) / 1000);
     this.record(object, plan.report);
-    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: Date.now() - seenAt });
+    // ms: since the watch showed the drift; patchMs: of that, the apiserver's answer to the revert.
+    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seenAt, patchMs: now - patchStarted });
     return DONE;
   }
 
