@@ -110,3 +110,19 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * spec-guard's metrics page. Retried: a kept-alive connection that the server closes as idle
+ * just as the next request goes out is reset (likelier while a store write keeps its event
+ * loop busy at 100,000 objects).
+ */
+export async function metricsOf(sg: { metricsPort: number }): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await (await fetch(`http://127.0.0.1:${sg.metricsPort}/metrics`)).text();
+    } catch (err) {
+      if (attempt >= 5) throw err;
+      await sleep(100);
+    }
+  }
+}

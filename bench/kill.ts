@@ -2,7 +2,7 @@
 // admission layers' coming into force makes at every start), restart it, and show nothing is lost.
 import { readFileSync } from 'node:fs';
 import type { Snapshot } from '../src/sync/index.js';
-import { sleep, type RunningSpecGuard } from './cluster.js';
+import { metricsOf, sleep, type RunningSpecGuard } from './cluster.js';
 
 export interface KillResult {
   ok: boolean;
@@ -55,7 +55,7 @@ export async function killDuringWrite(o: {
   const problems = lost(o.before, after);
   const again = await o.restart();
   await sleep(3000);
-  const metrics = await (await fetch(`http://127.0.0.1:${again.metricsPort}/metrics`)).text();
+  const metrics = await metricsOf(again);
   await again.stop();
   const logs = readFileSync(again.logFile, 'utf8').split('\n');
   const loaded = logs.find((l) => l.includes('"canonical state loaded"'));

@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlaneUp, freePort, percentile, sleep, startSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlaneUp, freePort, metricsOf, percentile, sleep, startSpecGuard } from './cluster.js';
 import { spawn } from 'node:child_process';
 import { FileStore, SecretStore } from '../src/sync/index.js';
 import { killDuringWrite } from './kill.js';
@@ -41,7 +41,6 @@ function storeFiles(path: string): { snapshot: number; log: number; rewritten: n
   return { snapshot: snapshot?.size ?? 0, log: size(`${path}.log`)?.size ?? 0, rewritten: snapshot?.mtimeMs ?? 0 };
 }
 
-const metricsOf = async (sg: { metricsPort: number }) => (await fetch(`http://127.0.0.1:${sg.metricsPort}/metrics`)).text();
 const counter = (metrics: string, series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
 
 /** The state Secrets (index, shards, tombstones, continuity): name → resourceVersion and data bytes. */
