@@ -29,6 +29,8 @@ const metric = (metrics: string, pattern: RegExp) => [...metrics.matchAll(patter
  */
 export async function killDuringWrite(o: {
   store: string;
+  /** What `writing()` looks for, for the report. */
+  during: string;
   before: Snapshot;
   start: () => Promise<RunningSpecGuard>;
   writing: () => Promise<boolean>;
@@ -66,6 +68,6 @@ export async function killDuringWrite(o: {
   const detail = problems.length ? ` (${problems.slice(0, 3).join('; ')}${problems.length > 3 ? ', …' : ''})` : '';
   return {
     ok,
-    line: `${o.store} store, kill -9 ${(killedAfter / 1000).toFixed(1)} s after ready, in the middle of writing all ${o.before.entries.size} entries: ${problems.length} lost or changed${detail}; restarted: ${known} loaded, ${reverts} reverts, ${recreates} recreates; loading it reported: ${o.reported.length ? o.reported.join('; ') : 'nothing'} — ${ok ? 'nothing lost' : 'FAILED'}`,
+    line: `${o.store} store, kill -9 ${(killedAfter / 1000).toFixed(1)} s after ready, ${o.during}; of ${o.before.entries.size} entries ${problems.length} lost or changed${detail}; restarted: ${known} loaded, ${reverts} reverts, ${recreates} recreates; loading it reported: ${o.reported.length ? o.reported.join('; ') : 'nothing'} — ${ok ? 'nothing lost' : 'FAILED'}`,
   };
 }

@@ -167,6 +167,7 @@ async function main(): Promise<void> {
     const logBefore = storeFiles(statePath).log;
     const fileKill = await killDuringWrite({
       store: 'file',
+      during: 'the log more than 1 MB into an append, or a snapshot being written',
       before: await fileStore().load(),
       start: () => startSpecGuard(self, config('file'), [], NODE_OPTIONS),
       // A snapshot being written, or the log more than 1 MB into an append (the raised
@@ -197,17 +198,22 @@ async function main(): Promise<void> {
     const afterChange = await secretsSettled(kube);
     const sharedWritten = [...afterChange].filter(([name, s]) => fullWrite.get(name)?.rv !== s.rv).reduce((n, [, s]) => n + s.bytes, 0);
     const shards = [...afterChange.keys()].filter((name) => /-g\d+-\d+$/.test(name)).length;
-    // kill -9 in the middle of its largest write: a new generation of every shard, at a start.
+    // kill -9 in the middle of its largest write, once the admission layers come into force
+    // again after a blind window: every entry, into journals or a new generation of shards.
     await shared.stop();
     await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await unregister(kube);
     const secretStore = () => new SecretStore(kube, 'spec-guard', 'spec-guard-state');
-    const generations = async () => new Set((await stateSecretNames(kube)).map((name) => /-g(\d+)-\d+$/.exec(name)?.[1]).filter(Boolean));
-    const generationsBefore = await generations();
+    // Shards and journals (`-g<generation>-<i>`, `-g<generation>-j<i>`): a new one is a write
+    // in progress, before the index that would count it.
+    const pieces = async () => new Set((await stateSecretNames(kube)).filter((name) => /-g\d+-j?\d+$/.test(name)));
+    const piecesBefore = await pieces();
     const secretKill = await killDuringWrite({
       store: 'secret',
+      during: 'a new shard or journal Secret written, not yet counted by the index',
       before: await secretStore().load(),
       start: () => startSpecGuard(self, config('secret'), [], NODE_OPTIONS),
-      writing: async () => [...(await generations())].some((g) => !generationsBefore.has(g)),
+      writing: async () => [...(await pieces())].some((name) => !piecesBefore.has(name)),
       load: () => secretStore().load(),
       reported: [],
       restart: () => startSpecGuard(self, config('secret'), ['--no-register'], NODE_OPTIONS),
