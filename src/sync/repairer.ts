@@ -85,13 +85,13 @@ export class Repairer {
         }
         return this.patch(target, object, plan.stamp, plan.purpose);
       case 'revert':
-        return this.revert(target, object, plan, seenAt);
+        return this.revert(target, object, plan, seenAt, attempt);
       case 'recreate':
         return this.recreate(target, plan.body, plan.report);
     }
   }
 
-  private async revert(target: Target, object: KubeObject, plan: Extract<RepairPlan, { kind: 'revert' }>, seenAt: number): Promise<Outcome> {
+  private async revert(target: Target, object: KubeObject, plan: Extract<RepairPlan, { kind: 'revert' }>, seenAt: number, attempt: number): Promise<Outcome> {
     const { key } = target;
     const label = resourceName(target.group, target.resource);
     const { waitMs, fightStarted } = this.throttle.decide(key, Date.now());
@@ -109,8 +109,9 @@ export class Repairer {
     this.d.metrics.reverts.inc({ resource: label, result: 'reverted' });
     this.d.metrics.revertLatency.observe((now - seenAt) / 1000);
     this.record(object, plan.report);
-    // ms: since the watch showed the drift; patchMs: of that, the apiserver's answer to the revert.
-    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seenAt, patchMs: now - patchStarted });
+    // ms: since the watch showed the drift; patchMs: of that, the apiserver's answer to the
+    // revert; attempt: tries before this one (a conflict re-reads and decides again).
+    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seenAt, patchMs: now - patchStarted, attempt });
     return DONE;
   }
 
