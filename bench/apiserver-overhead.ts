@@ -15,7 +15,7 @@ import { parseConfig } from '../src/config/index.js';
 import type { KubeClient } from '../src/kube/index.js';
 import { renderAdmissionObjects } from '../src/registration/index.js';
 import { Policy } from '../src/guard/index.js';
-import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, percentile, sleep, startSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, percentile, releaseLease, sleep, startSpecGuard } from './cluster.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 
 const WRITERS = 8;
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     {
       name: 'policy + spec-guard',
       up: async () => {
-        await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+        await releaseLease(kube);
         const sg = await startSpecGuard(self, configFile);
         return async () => {
           await sg.stop();

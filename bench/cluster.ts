@@ -86,6 +86,28 @@ export async function startSpecGuard(selfKubeconfig: string, config: string, ext
   };
 }
 
+/** Ends spec-guard's leadership record, so the next spec-guard leads at once. */
+export async function releaseLease(kube: KubeClient): Promise<void> {
+  await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+}
+
+/** Removes spec-guard's admission objects: a blind window until it registers them again. */
+export async function unregister(kube: KubeClient): Promise<void> {
+  for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations', 'validatingadmissionpolicies', 'validatingadmissionpolicybindings']) {
+    await kube.request('DELETE', `/apis/admissionregistration.k8s.io/v1/${kind}/spec-guard`).catch(() => undefined);
+  }
+}
+
+/** Runs `task(0)` … `task(count - 1)`, `workers` at a time. */
+export async function inParallel(count: number, workers: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      for (let i = next++; i < count; i = next++) await task(i);
+    }),
+  );
+}
+
 export async function adminClient(kubeconfig: string): Promise<KubeClient> {
   return KubeClient.load(kubeconfig);
 }

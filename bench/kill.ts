@@ -1,5 +1,5 @@
-// Used by bench/scale: kill -9 spec-guard while its store writes the whole state (the write the
-// admission layers' coming into force makes at every start), restart it, and show nothing is lost.
+// Used by bench/scale: kill -9 spec-guard while its store writes every entry (a new leader's
+// write, or the relist's once the admission layers are back), restart it, and show nothing is lost.
 import { readFileSync } from 'node:fs';
 import type { Snapshot } from '../src/sync/index.js';
 import { metricsOf, sleep, type RunningSpecGuard } from './cluster.js';

@@ -5,7 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, percentile, sleep, startSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, inParallel, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany } from './burst.js';
 import { processCpuMicros } from './process-cpu.js';
 
@@ -19,15 +19,9 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'spec-guard-bench-revert-'));
   const config = join(dir, 'config.yaml');
   writeFileSync(config, 'resources:\n  - group: argoproj.io\n    resource: applications\n    namespaces: [argocd]\n    normalizer: argocd-application\nstore:\n  type: memory\n');
-  const unregister = async () => {
-    for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations', 'validatingadmissionpolicies', 'validatingadmissionpolicybindings']) {
-      await kube.request('DELETE', `/apis/admissionregistration.k8s.io/v1/${kind}/spec-guard`).catch(() => undefined);
-    }
-  };
-  const expireLease = () => kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
   await kube.request('DELETE', APPS).catch(() => undefined);
-  await unregister();
-  await expireLease();
+  await unregister(kube);
+  await releaseLease(kube);
   // The agent creates the Application through spec-guard: stamped, so known canonical.
   // One Application per drift: the same one drifted again and again is a fight, which
   // spec-guard answers with growing waits between reverts (bench of its own in the e2e suite).
@@ -35,17 +29,14 @@ async function main(): Promise<void> {
   for (let i = 0; i < DRIFTS; i++) {
     await kube.request('POST', APPS, { body: application(`bench-revert-${i}`), headers: AGENT, query: { fieldManager: 'argocd-agent' } });
   }
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      for (let i = next++; i < BURST; i = next++) await kube.request('POST', APPS, { body: bulkyApplication(burstNames[i]!, i), headers: AGENT, query: { fieldManager: 'argocd-agent' } });
-    }),
-  );
+  await inParallel(BURST, CONCURRENCY, async (i) => {
+    await kube.request('POST', APPS, { body: bulkyApplication(burstNames[i]!, i), headers: AGENT, query: { fieldManager: 'argocd-agent' } });
+  });
   await registering.stop();
   // Then no admission object at all: every drift below bypasses admission.
-  await unregister();
+  await unregister(kube);
   await sleep(2000); // the apiserver drops a deleted policy at its next refresh
-  await expireLease();
+  await releaseLease(kube);
   const sg = await startSpecGuard(self, config, ['--no-register']);
   try {
     await sleep(1000); // listed and learned from its stamp

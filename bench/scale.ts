@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlaneUp, freePort, metricsOf, percentile, sleep, startSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlaneUp, freePort, inParallel, metricsOf, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
 import { spawn } from 'node:child_process';
 import { FileStore, SecretStore } from '../src/sync/index.js';
 import { killDuringWrite } from './kill.js';
@@ -51,13 +51,6 @@ async function stateSecrets(kube: Awaited<ReturnType<typeof adminClient>>): Prom
       .filter((secret) => secret.metadata.name.startsWith('spec-guard-state'))
       .map((secret) => [secret.metadata.name, { rv: secret.metadata.resourceVersion, bytes: Object.values(secret.data ?? {}).reduce((n, v) => n + (v.length * 3) / 4, 0) }]),
   );
-}
-
-/** Removes spec-guard's admission objects: a blind window until it registers them again. */
-async function unregister(kube: Awaited<ReturnType<typeof adminClient>>): Promise<void> {
-  for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations', 'validatingadmissionpolicies', 'validatingadmissionpolicybindings']) {
-    await kube.request('DELETE', `/apis/admissionregistration.k8s.io/v1/${kind}/spec-guard`).catch(() => undefined);
-  }
 }
 
 /** The state Secrets' names, metadata only (cheap enough to poll at 100,000 objects). */
@@ -104,25 +97,20 @@ async function main(): Promise<void> {
     return file;
   };
   await kube.request('DELETE', APPS).catch(() => undefined);
-  await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+  await releaseLease(kube);
   for (const name of (await stateSecrets(kube).catch(() => new Map())).keys()) await kube.request('DELETE', `/api/v1/namespaces/spec-guard/secrets/${name}`);
   try {
     // Fill the cluster through admission, so every Application is stamped as in production.
     const filler = await startSpecGuard(self, config('memory'));
     const started = Date.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        for (let i = next++; i < COUNT; i = next++) {
-          await kube.request('POST', APPS, { body: bulkyApplication(`scale-${i}`, i), headers: AGENT, query: { fieldManager: 'argocd-agent' } }).catch((err: Error) => {
-            if (!/409/.test(err.message)) throw err;
-          });
-        }
-      }),
-    );
+    await inParallel(COUNT, CONCURRENCY, async (i) => {
+      await kube.request('POST', APPS, { body: bulkyApplication(`scale-${i}`, i), headers: AGENT, query: { fieldManager: 'argocd-agent' } }).catch((err: Error) => {
+        if (!/409/.test(err.message)) throw err;
+      });
+    });
     console.log(`bench/scale: created ${COUNT} Applications of ~${OBJECT_BYTES} bytes through admission in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     await filler.stop();
-    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await releaseLease(kube);
 
     // Memory, per Node.js setting: the same stored state, the same 10,000 objects.
     const memory: string[] = [];
@@ -132,7 +120,7 @@ async function main(): Promise<void> {
       await sleep(5000);
       memory.push(`  ${options.padEnd(56)} RSS ready ${ready.toFixed(0)} MB, steady ${rssMb(run.child.pid!).toFixed(0)} MB`);
       await run.stop();
-      await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+      await releaseLease(kube);
     }
     const NODE_OPTIONS = SHIPPED;
     const statePath = join(dir, 'state.json');
@@ -160,7 +148,7 @@ async function main(): Promise<void> {
     // admission layers' coming into force makes it (here after a blind window: spec-guard
     // registers them again at its start).
     await sg.stop();
-    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await releaseLease(kube);
     await unregister(kube);
     const fileReported: string[] = [];
     const fileStore = () => new FileStore(statePath, (msg) => fileReported.push(msg));
@@ -177,7 +165,7 @@ async function main(): Promise<void> {
       reported: fileReported,
       restart: () => startSpecGuard(self, config('file'), ['--no-register'], NODE_OPTIONS),
     });
-    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await releaseLease(kube);
 
     // The Secret store (the one several replicas share), the same objects: a new leader
     // writes it all once; then the cost of BATCH changed objects.
@@ -201,7 +189,7 @@ async function main(): Promise<void> {
     // kill -9 in the middle of its largest write, once the admission layers come into force
     // again after a blind window: every entry, into journals or a new generation of shards.
     await shared.stop();
-    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await releaseLease(kube);
     await unregister(kube);
     const secretStore = () => new SecretStore(kube, 'spec-guard', 'spec-guard-state');
     // Shards and journals (`-g<generation>-<i>`, `-g<generation>-j<i>`): a new one is a write
@@ -218,12 +206,12 @@ async function main(): Promise<void> {
       reported: [],
       restart: () => startSpecGuard(self, config('secret'), ['--no-register'], NODE_OPTIONS),
     });
-    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await releaseLease(kube);
     // A restart reads it all back.
     const reread = await startSpecGuard(self, config('secret'), ['--no-register'], NODE_OPTIONS);
     const rereadMs = reread.startMs;
     await reread.stop();
-    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await releaseLease(kube);
     const secretLine = `secret store: ${shards} shards, ${(sharedBytes / 1024 / 1024).toFixed(1)} MB compressed in Secrets (${(sharedBytes / COUNT).toFixed(0)} bytes per object); first start to ready ${(shared.startMs / 1000).toFixed(1)} s, RSS ${sharedReadyRss.toFixed(0)} MB ready, ${sharedSteadyRss.toFixed(0)} MB once written; ${BATCH} changed objects wrote ${(sharedWritten / 1024 / 1024).toFixed(2)} MB (journal and index); restart to ready (reading the shards back) ${(rereadMs / 1000).toFixed(1)} s`;
     const sgAgain = await startSpecGuard(self, config('file'), [], NODE_OPTIONS);
     await sleep(5000); // leadership, the changes made meanwhile learned and stored: steady state
@@ -249,7 +237,7 @@ async function main(): Promise<void> {
     // Reverts: BATCH objects drifted at once behind admission (no admission objects at all: a
     // blind window, whose changes are reverted by default).
     await unregister(kube);
-    await kube.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard').catch(() => undefined);
+    await releaseLease(kube);
     await sleep(2000); // the apiserver drops the deleted policy
     const watcher = await startSpecGuard(self, config('file'), ['--no-register'], NODE_OPTIONS);
     await sleep(3000);
