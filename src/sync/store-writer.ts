@@ -2,19 +2,26 @@ import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { parseObjectKey, resourceName, type CanonicalEntry } from '../guard/index.js';
 import type { CanonicalCache } from './cache.js';
-import type { CanonicalStore } from './store/index.js';
+import { touches, touchOf, type CanonicalStore, type Touch } from './store/index.js';
 
 /** Store writes wait at least this long, and at least twice as long as the last write took. */
 const STORE_FLUSH_MS = 100;
 const RETRY_MS = 2000;
 
 /**
- * Writes the canonical cache to the store: the keys that changed, batched. Only the leader
- * writes; what changes while following is remembered (bounded by the objects) and written
- * once this replica leads.
+ * Writes the canonical cache to the store: the keys that changed, batched; an entry whose
+ * revisions alone changed since it was stored (a relist raises every object's known-at
+ * revision) as a touch of a hundred bytes, not the entry. Only the leader writes; what
+ * changes while following is remembered (bounded by the objects) and written once this
+ * replica leads.
  */
 export class StoreWriter {
   private dirty = new Set<string>();
+  /**
+   * The entries as this replica last loaded or wrote them: what a touch is measured against.
+   * The entry objects are the cache's own (their values are shared), so this costs a map slot per key.
+   */
+  private readonly stored = new Map<string, CanonicalEntry>();
   private readonly unsavedWhileFollowing = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private lastFlushMs = 0;
@@ -44,10 +51,17 @@ export class StoreWriter {
     return this.dirty.has(key);
   }
 
+  /** What the store held when this replica loaded it. */
+  loaded(entries: ReadonlyMap<string, CanonicalEntry>): void {
+    for (const [key, entry] of entries) this.stored.set(key, entry);
+  }
+
   /** A new leader writes what it has not stored: everything, when other replicas write the store too. */
   lead(): void {
-    // A store other replicas write may hold another leader's view: rewrite it all. One only
-    // this replica writes holds what it loaded: the changes seen while following are enough.
+    // A store other replicas write may hold another leader's view: rewrite it all, whole
+    // (nothing it holds is known). One only this replica writes holds what it loaded: the
+    // changes seen while following are enough.
+    if (this.store.shared) this.stored.clear();
     for (const key of this.store.shared ? this.cache.keys() : this.unsavedWhileFollowing) this.dirty.add(key);
     this.unsavedWhileFollowing.clear();
     this.schedule();
@@ -77,8 +91,22 @@ export class StoreWriter {
     this.dirty = new Set();
     const entries = new Map<string, CanonicalEntry>();
     for (const key of this.cache.keys()) entries.set(key, this.cache.get(key)!);
+    const whole = new Set<string>();
+    const touched = new Map<string, Touch>();
+    for (const key of changed) {
+      const entry = entries.get(key);
+      const stored = this.stored.get(key);
+      const touch = entry && stored ? touchOf(stored, entry) : undefined;
+      if (!touch) whole.add(key);
+      else if (touches(touch)) touched.set(key, touch);
+    }
     try {
-      await this.store.saveEntries(entries, changed);
+      await this.store.saveEntries(entries, whole, touched);
+      for (const key of changed) {
+        const entry = entries.get(key);
+        if (entry) this.stored.set(key, entry);
+        else this.stored.delete(key);
+      }
     } catch (err) {
       this.metrics.storeErrors.inc({ operation: 'save' });
       this.logger.error('saving the canonical state failed; retrying', { store: this.store.description, error: (err as Error).message });

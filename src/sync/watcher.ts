@@ -133,6 +133,7 @@ export class Watcher {
   async start(loaded?: Snapshot): Promise<void> {
     const snapshot = loaded ?? (await this.d.store.load());
     for (const [key, entry] of snapshot.entries) this.d.cache.set(key, entry);
+    this.writer.loaded(snapshot.entries);
     for (const [key, tombstone] of snapshot.tombstones) this.d.cache.recordTombstone(key, tombstone);
     this.d.logger.info('canonical state loaded', { store: this.d.store.description, entries: snapshot.entries.size, tombstones: snapshot.tombstones.size });
 

@@ -3,17 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { FileStore } from '../../src/sync/index.js';
-import { type CanonicalEntry } from '../../src/guard/index.js';
+import { smallEntry } from '../helpers/entries.js';
 
-const entry = (hash: string): CanonicalEntry => ({
-  viewHash: hash,
-  valuesJson: '{"/spec":{"a":1}}',
-  stamp: `v1.${hash}.x`,
-  resourceVersion: '7',
-  uid: 'u',
-  apiVersion: 'argoproj.io/v1alpha1',
-  kind: 'Application',
-});
+const entry = smallEntry;
 
 const sizeOf = (file: string) => {
   try {

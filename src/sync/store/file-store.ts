@@ -5,6 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { MemoryStore, type StateChange } from './memory-store.js';
+import { applyTouch, isTouch, type Touch } from './touch.js';
 import { emptySnapshot, type Snapshot } from './types.js';
 
 const FORMAT = 'spec-guard/canonical-state/v2';
@@ -15,9 +16,10 @@ const CHUNK_CHARS = 64 * 1024;
 /** The log is folded into the snapshot once it outgrows it (and this floor): writes stay within twice what changed. */
 const COMPACT_MIN_BYTES = 16 * 1024 * 1024;
 
-/** One line of the log: a change to one entry or tombstone, the continuity record, or the end of a write. */
+/** One line of the log: a change to one entry (whole, or its revisions alone) or tombstone, the continuity record, or the end of a write. */
 type LogRecord =
   | { set: [string, CanonicalEntry] }
+  | { touch: [string, Touch] }
   | { del: string }
   | { tomb: [string, Tombstone] }
   | { untomb: string }
@@ -27,20 +29,24 @@ type LogRecord =
 /** The log lines of a change, one at a time: a change of every entry is the size of the state. */
 function* logLines(change: StateChange): Generator<string> {
   for (const [key, entry] of change.entries ?? []) yield JSON.stringify(entry ? { set: [key, entry] } : { del: key });
+  for (const [key, touch] of change.touches ?? []) yield JSON.stringify({ touch: [key, touch] });
   for (const [key, tombstone] of change.tombstones ?? []) yield JSON.stringify(tombstone ? { tomb: [key, tombstone] } : { untomb: key });
   if (change.continuity) yield JSON.stringify({ continuity: change.continuity });
 }
 
 /**
  * Replays the log onto `snapshot`: each write's records count only with the commit line that
- * ends them. Returns the length of the log up to the last commit, and how many records a
- * write cut short (a kill during an append) left after it: those were never acknowledged.
+ * ends them. Returns the length of the log up to the last commit, how many records a write
+ * cut short (a kill during an append) left after it (those were never acknowledged), and how
+ * many touches found another value than theirs (not applied: the entry keeps its older
+ * revisions, which attribute less, never more).
  */
-async function replayLog(path: string, snapshot: Snapshot): Promise<{ committedBytes: number; uncommitted: number }> {
+async function replayLog(path: string, snapshot: Snapshot): Promise<{ committedBytes: number; uncommitted: number; strayTouches: number }> {
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   let pending: LogRecord[] = [];
   let bytes = 0;
   let committedBytes = 0;
+  let strayTouches = 0;
   for await (const line of lines) {
     bytes += Buffer.byteLength(line) + 1;
     if (!line) continue;
@@ -61,6 +67,12 @@ async function replayLog(path: string, snapshot: Snapshot): Promise<{ committedB
       if ('set' in r) {
         checkEntry(r.set[0], r.set[1]);
         snapshot.entries.set(r.set[0], r.set[1]);
+      } else if ('touch' in r) {
+        const [key, touch] = r.touch;
+        if (typeof key !== 'string' || !isTouch(touch)) throw new Error(`touch of ${String(key)} is malformed`);
+        const touched = applyTouch(snapshot.entries.get(key), touch);
+        if (touched) snapshot.entries.set(key, touched);
+        else strayTouches++;
       } else if ('del' in r) snapshot.entries.delete(r.del);
       else if ('tomb' in r) snapshot.tombstones.set(r.tomb[0], r.tomb[1]);
       else if ('untomb' in r) snapshot.tombstones.delete(r.untomb);
@@ -69,7 +81,7 @@ async function replayLog(path: string, snapshot: Snapshot): Promise<{ committedB
     pending = [];
     committedBytes = bytes;
   }
-  return { committedBytes, uncommitted: pending.length };
+  return { committedBytes, uncommitted: pending.length, strayTouches };
 }
 
 interface Header {
@@ -135,6 +147,8 @@ export class FileStore extends MemoryStore {
   private readonly logPath: string;
   private logBytes = 0;
   private snapshotBytes = 0;
+  /** The last append did not finish: the log may end in part of it. */
+  private appendFailed = false;
 
   constructor(
     private readonly path: string,
@@ -152,7 +166,8 @@ export class FileStore extends MemoryStore {
     try {
       this.state = hasSnapshot ? await readState(this.path) : emptySnapshot();
       if (hasLog) {
-        const { committedBytes, uncommitted } = await replayLog(this.logPath, this.state);
+        const { committedBytes, uncommitted, strayTouches } = await replayLog(this.logPath, this.state);
+        if (strayTouches) this.report('the state log touches entries whose value differs from the touch (not applied: those keep their older revisions)', { file: this.logPath, touches: strayTouches });
         if (uncommitted) {
           this.report('the state log ends in a write cut short (never acknowledged): set aside', { file: this.logPath, records: uncommitted });
           await truncate(this.logPath, committedBytes);
@@ -189,13 +204,19 @@ export class FileStore extends MemoryStore {
   /** Appends the change, and its commit line, to the log; writes are serialized. */
   protected override persist(change: StateChange): Promise<void> {
     const write = async () => {
-      const records = (change.entries?.size ?? 0) + (change.tombstones?.size ?? 0) + (change.continuity ? 1 : 0);
+      const records = (change.entries?.size ?? 0) + (change.touches?.size ?? 0) + (change.tombstones?.size ?? 0) + (change.continuity ? 1 : 0);
       if (records === 0) return;
-      // Most of the state changed (a new leader, the revisions a relist raises): appended, it
-      // would be written twice, to the log and then by the compaction it brings about.
-      if ((change.entries?.size ?? 0) * 2 > this.state.entries.size) return this.compact();
+      // Written as a snapshot instead of appended:
+      // - when most entries changed (a first write): appended, they would be written twice,
+      //   to the log and then by the compaction they bring about (touches, the revisions a
+      //   relist raises, are a small fraction of an entry: appended);
+      // - after a failed append (a full disk): the log may end in part of that write, and
+      //   records after it would share its commit count, making the log unreadable. The
+      //   state in memory holds every change, that one included.
+      if (this.appendFailed || (change.entries?.size ?? 0) * 2 > this.state.entries.size) return this.compact();
       await mkdir(dirname(this.path), { recursive: true });
       const handle = await open(this.logPath, 'a', 0o600);
+      this.appendFailed = true;
       try {
         let chunk = '';
         const append = async (line: string) => {
@@ -210,6 +231,7 @@ export class FileStore extends MemoryStore {
         await append(JSON.stringify({ commit: records }));
         await handle.write(chunk);
         await handle.sync();
+        this.appendFailed = false;
       } finally {
         await handle.close();
       }
@@ -251,6 +273,7 @@ export class FileStore extends MemoryStore {
     if (await readable(this.logPath)) await truncate(this.logPath, 0);
     this.snapshotBytes = bytes;
     this.logBytes = 0;
+    this.appendFailed = false;
   }
 }
 

@@ -6,6 +6,7 @@ import { SecretStore } from './secret-store.js';
 import type { CanonicalStore } from './types.js';
 
 export type { CanonicalStore, Snapshot } from './types.js';
+export { touchOf, touches, type Touch } from './touch.js';
 export { MemoryStore, FileStore, SecretStore };
 
 /** The store the configuration names; `secret` needs a cluster. */

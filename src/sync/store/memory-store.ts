@@ -1,11 +1,13 @@
 import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { TombstoneWriter } from './tombstone-writer.js';
+import type { Touch } from './touch.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 
-/** What one write changed: entries and tombstones set (a value) or removed (null), or the continuity record. */
+/** What one write changed: entries and tombstones set (a value) or removed (null), entries touched, or the continuity record. */
 export interface StateChange {
   entries?: Map<string, CanonicalEntry | null>;
+  touches?: ReadonlyMap<string, Touch>;
   tombstones?: Map<string, Tombstone | null>;
   continuity?: ContinuityRecord;
 }
@@ -31,7 +33,7 @@ export class MemoryStore implements CanonicalStore {
     await this.persist({ continuity: record });
   }
 
-  async saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void> {
+  async saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>, touched: ReadonlyMap<string, Touch> = new Map()): Promise<void> {
     const change = new Map<string, CanonicalEntry | null>();
     for (const key of changed) {
       const entry = entries.get(key);
@@ -39,7 +41,11 @@ export class MemoryStore implements CanonicalStore {
       else this.state.entries.delete(key);
       change.set(key, entry ?? null);
     }
-    await this.persist({ entries: change });
+    for (const key of touched.keys()) {
+      const entry = entries.get(key);
+      if (entry) this.state.entries.set(key, entry);
+    }
+    await this.persist({ entries: change, touches: touched });
   }
 
   private readonly tombstones = new TombstoneWriter(async (change) => {

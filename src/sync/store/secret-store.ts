@@ -3,6 +3,7 @@ import { isConflict, isNotFound, secretPath, type KubeClient, type Secret } from
 import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { TombstoneWriter } from './tombstone-writer.js';
+import { applyTouch, isTouch, type Touch } from './touch.js';
 import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 import { MANAGED_BY_LABEL } from '../../names.js';
 
@@ -24,7 +25,7 @@ const FOLD_MIN_BYTES = MAX_SECRET_BYTES;
 /**
  * Where the entries are: shard Secrets `<name>-g<generation>-<i>` for i below `shards`, then
  * the changes since, in journal Secrets `<name>-g<generation>-j<i>` for i below `journal`,
- * applied in order (a null entry: forgotten).
+ * applied in order (a null entry: forgotten; `{ touch }`: the entry's revisions alone).
  */
 interface Layout {
   generation: number;
@@ -32,7 +33,28 @@ interface Layout {
   journal: number;
 }
 
-type Journal = Record<string, CanonicalEntry | null>;
+type Journal = Record<string, CanonicalEntry | null | { touch: Touch }>;
+
+const touchIn = (value: Journal[string]): Touch | undefined => (value && 'touch' in value ? value.touch : undefined);
+
+/**
+ * `later` applied to `earlier` (the newest journal, rewritten whole with further changes): a
+ * touch of an entry the journal holds whole becomes that entry, touched (left whole if the
+ * touch is not of its value, as a load would); two touches become one.
+ */
+function mergeJournal(earlier: Journal, later: Journal): Journal {
+  const merged = { ...earlier };
+  for (const [key, value] of Object.entries(later)) {
+    const touch = touchIn(value);
+    const base = merged[key];
+    if (!touch || !base) merged[key] = value;
+    else {
+      const earlierTouch = touchIn(base);
+      merged[key] = earlierTouch ? { touch: { ...earlierTouch, ...touch } } : (applyTouch(base as CanonicalEntry, touch) ?? base);
+    }
+  }
+  return merged;
+}
 
 /** FNV-1a: a key's shard, cheap enough to compute for every entry on every write. */
 function shardOf(key: string, shards: number): number {
@@ -95,7 +117,10 @@ export class SecretStore implements CanonicalStore {
   private readonly shardName = (layout: Layout, shard: number) => `${this.name}-g${layout.generation}-${shard}`;
   private readonly journalName = (layout: Layout, index: number) => `${this.name}-g${layout.generation}-j${index}`;
 
-  /** Reads the given Secrets in order, applying each one's entries (a null entry removes its key); returns the last one's. */
+  /**
+   * Reads the given Secrets in order, applying each one's entries (a null entry removes its
+   * key; a touch that finds another value is not applied); returns the last one's.
+   */
   private async readShards(names: string[], into: Map<string, CanonicalEntry>): Promise<Journal | undefined> {
     let last: Journal | undefined;
     for (const name of names) {
@@ -107,7 +132,12 @@ export class SecretStore implements CanonicalStore {
       this.sizes.set(name, raw.length);
       last = JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8')) as Journal;
       for (const [key, entry] of Object.entries(last)) {
-        if (entry) into.set(key, entry);
+        const touch = touchIn(entry);
+        if (touch) {
+          if (!isTouch(touch)) throw new Error(`${name}: the touch of ${key} is malformed`);
+          const touched = applyTouch(into.get(key), touch);
+          if (touched) into.set(key, touched);
+        } else if (entry) into.set(key, entry as CanonicalEntry);
         else into.delete(key);
       }
     }
@@ -134,16 +164,17 @@ export class SecretStore implements CanonicalStore {
     return snapshot;
   }
 
-  async saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void> {
+  async saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>, touched: ReadonlyMap<string, Touch> = new Map()): Promise<void> {
     await this.followIndex();
     const layout = this.layout;
     const full = layout && [...this.sizes].some(([name, size]) => name.startsWith(`${this.name}-g${layout.generation}-`) && size > GROW_BYTES);
     if (!layout || this.legacy || full) return this.reshard(entries, layout ? layout.shards * (full ? 2 : 1) : MIN_SHARDS);
     // Most of the state changed (a new leader writes it all), or the journals outgrew the
-    // shards: fold everything into a new generation of shards. Else append to the journal.
+    // shards: fold everything into a new generation of shards. Else append to the journal
+    // (touches too: the revisions a relist raises are a small fraction of the entries).
     const bytes = (kind: RegExp) => [...this.sizes].filter(([name]) => name.startsWith(`${this.name}-g${layout.generation}-`) && kind.test(name)).reduce((n, [, size]) => n + size, 0);
     if (changed.size * 2 >= entries.size || bytes(/-j\d+$/) > Math.max(bytes(/-\d+$/), FOLD_MIN_BYTES)) return this.reshard(entries, layout.shards);
-    await this.appendJournal(layout, entries, changed);
+    await this.appendJournal(layout, entries, changed, touched);
   }
 
   /**
@@ -151,13 +182,14 @@ export class SecretStore implements CanonicalStore {
    * (rewritten whole, one atomic write), else into new ones, which the index then counts. A
    * kill before the index write leaves them uncounted: not read, and overwritten next time.
    */
-  private async appendJournal(layout: Layout, entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void> {
+  private async appendJournal(layout: Layout, entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>, touched: ReadonlyMap<string, Touch>): Promise<void> {
     const delta: Journal = {};
     for (const key of changed) delta[key] = entries.get(key) ?? null;
+    for (const [key, touch] of touched) delta[key] = { touch };
     const last = this.lastJournal;
     const appendable = last && last.index === layout.journal - 1 && (this.sizes.get(this.journalName(layout, last.index)) ?? Infinity) < JOURNAL_APPEND_BYTES;
     let first = appendable ? last.index : layout.journal;
-    let chunks = this.encodeChunks(appendable ? { ...last.content, ...delta } : delta);
+    let chunks = this.encodeChunks(appendable ? mergeJournal(last.content, delta) : delta);
     if (appendable && chunks.length > 1) {
       first = layout.journal;
       chunks = this.encodeChunks(delta);

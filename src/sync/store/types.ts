@@ -1,5 +1,6 @@
 import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
+import type { Touch } from './touch.js';
 
 /** What a store keeps: the canonical entries and the tombstones of trusted deletes. */
 export interface Snapshot {
@@ -19,8 +20,11 @@ export interface CanonicalStore {
   /** Written by several replicas (one leader at a time): a new leader rewrites it whole. */
   readonly shared: boolean;
   load(): Promise<Snapshot>;
-  /** Persists the entries whose keys are in `changed` (absent from `entries`: removed). */
-  saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>): Promise<void>;
+  /**
+   * Persists the entries whose keys are in `changed` (absent from `entries`: removed), and
+   * the touches of `touched` (entries whose revisions alone changed since they were stored).
+   */
+  saveEntries(entries: ReadonlyMap<string, CanonicalEntry>, changed: ReadonlySet<string>, touched?: ReadonlyMap<string, Touch>): Promise<void>;
   /** Remembers the admission layers' continuity (leader only). */
   saveContinuity(record: ContinuityRecord): Promise<void>;
   /** Written in batches with concurrent calls; fails past the tombstone budget. */
