@@ -89,26 +89,27 @@ export async function driftBurst(kube: Kube, who: Record<string, string>, names:
 
 /**
  * spec-guard's part of each revert of `names`, from its log (ms, each sorted): from its watch
- * event to the revert stored, and of that, what was not the apiserver answering the PATCH.
+ * event to the revert stored; of that, what was not the apiserver answering the PATCH, and
+ * the wait for a repair slot.
  */
-export function ownRevertTimes(logFile: string, names: string[]): { total: number[]; own: number[] } {
+export function ownRevertTimes(logFile: string, names: string[]): { total: number[]; own: number[]; queued: number[] } {
   const wanted = new Set(names);
   const entries = readFileSync(logFile, 'utf8')
     .split('\n')
     .filter((line) => line.includes('"drift reverted"'))
-    .map((line) => JSON.parse(line) as { key: string; ms: number; patchMs: number })
+    .map((line) => JSON.parse(line) as { key: string; ms: number; patchMs: number; queuedMs: number })
     .filter((entry) => wanted.has(entry.key.slice(entry.key.lastIndexOf('/') + 1)));
   const sorted = (values: number[]) => values.sort((a, b) => a - b);
-  return { total: sorted(entries.map((e) => e.ms)), own: sorted(entries.map((e) => e.ms - e.patchMs)) };
+  return { total: sorted(entries.map((e) => e.ms)), own: sorted(entries.map((e) => e.ms - e.patchMs)), queued: sorted(entries.map((e) => e.queuedMs)) };
 }
 
-export function describeBurst(r: BurstResult, of: number, part: { total: number[]; own: number[] }): string {
+export function describeBurst(r: BurstResult, of: number, part: ReturnType<typeof ownRevertTimes>): string {
   const f = (ms: number) => ms.toFixed(0);
   const q = (sorted: number[]) => `p50 ${f(percentile(sorted, 50))} ms, p99 ${f(percentile(sorted, 99))} ms`;
   return [
     `${of - r.unreverted} of ${of} reverted, the last ${(r.afterLastMs / 1000).toFixed(1)} s after the last drifting PATCH returned`,
     `  how long each drift stayed, as a watch sees it: ${q(r.latencies)}, max ${f(r.latencies.at(-1) ?? NaN)} ms`,
-    `  spec-guard's part (its watch event to its revert stored, from its log): ${q(part.total)}, max ${f(part.total.at(-1) ?? NaN)} ms; of that, not waiting for the apiserver's answer to the revert: ${q(part.own)}`,
+    `  spec-guard's part (its watch event to its revert stored, from its log): ${q(part.total)}, max ${f(part.total.at(-1) ?? NaN)} ms; of that, not waiting for the apiserver's answer to the revert: ${q(part.own)}, of which waiting for one of the repair slots: ${q(part.queued)}`,
     `  the apiserver meanwhile: the ${of} drifting PATCHes took ${(r.driftMs / 1000).toFixed(1)} s, each ${q(r.driftLatencies)}; the rest of the watch-to-watch time is its watch delivery`,
   ].join('\n');
 }

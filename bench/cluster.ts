@@ -47,7 +47,14 @@ export interface RunningSpecGuard {
   stop(): Promise<void>;
 }
 
-export async function startSpecGuard(selfKubeconfig: string, config: string, extra: string[] = [], nodeOptions = ''): Promise<RunningSpecGuard> {
+/** A spec-guard process, from its spawn: `ready` resolves with it running, once it logs that it is ready. */
+export interface SpawnedSpecGuard {
+  child: ChildProcess;
+  logFile: string;
+  ready: Promise<RunningSpecGuard>;
+}
+
+export async function spawnSpecGuard(selfKubeconfig: string, config: string, extra: string[] = [], nodeOptions = ''): Promise<SpawnedSpecGuard> {
   const port = await freePort();
   const metricsPort = await freePort();
   // Logs go to a file, as a container runtime takes them: through a pipe to this busy
@@ -63,27 +70,34 @@ export async function startSpecGuard(selfKubeconfig: string, config: string, ext
   closeSync(log);
   let exited: number | null | undefined;
   child.on('exit', (code) => (exited = code));
-  for (;;) {
-    const logs = readFileSync(logFile, 'utf8');
-    if (logs.includes('"spec-guard ready"')) break;
-    if (exited !== undefined) throw new Error(`spec-guard exited (${exited}):\n${logs}`);
-    await sleep(20);
-  }
-  const startMs = Date.now() - started;
-  return {
-    child,
-    port,
-    metricsPort,
-    startMs,
-    logFile,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.removeAllListeners('exit');
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+  const ready = (async (): Promise<RunningSpecGuard> => {
+    for (;;) {
+      const logs = readFileSync(logFile, 'utf8');
+      if (logs.includes('"spec-guard ready"')) break;
+      if (exited !== undefined) throw new Error(`spec-guard exited (${exited}):\n${logs}`);
+      await sleep(20);
+    }
+    const startMs = Date.now() - started;
+    return {
+      child,
+      port,
+      metricsPort,
+      startMs,
+      logFile,
+      stop: () =>
+        new Promise((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.removeAllListeners('exit');
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
+    };
+  })();
+  return { child, logFile, ready };
+}
+
+export async function startSpecGuard(selfKubeconfig: string, config: string, extra: string[] = [], nodeOptions = ''): Promise<RunningSpecGuard> {
+  return (await spawnSpecGuard(selfKubeconfig, config, extra, nodeOptions)).ready;
 }
 
 /** Ends spec-guard's leadership record, so the next spec-guard leads at once. */

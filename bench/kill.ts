@@ -1,8 +1,8 @@
-// Used by bench/scale: kill -9 spec-guard while its store writes every entry (a new leader's
-// write, or the relist's once the admission layers are back), restart it, and show nothing is lost.
+// Used by bench/scale: kill -9 spec-guard while its store writes every entry (the file store's
+// snapshot, a new leader's write of the Secret store), restart it, and show nothing is lost.
 import { readFileSync } from 'node:fs';
 import type { Snapshot } from '../src/sync/index.js';
-import { metricsOf, sleep, type RunningSpecGuard } from './cluster.js';
+import { metricsOf, sleep, type RunningSpecGuard, type SpawnedSpecGuard } from './cluster.js';
 
 export interface KillResult {
   ok: boolean;
@@ -24,7 +24,7 @@ const metric = (metrics: string, pattern: RegExp) => [...metrics.matchAll(patter
 
 /**
  * Starts spec-guard (`start`), kills it -9 as soon as `writing()` says its store is in the
- * middle of the write, then reads the store (`load`) and compares it with `before`; finally
+ * middle of the write (from the spawn on: a start's own writes count), then reads the store (`load`) and compares it with `before`; finally
  * starts it again (`restart`) and checks it knows every object and reverts or recreates none.
  */
 export async function killDuringWrite(o: {
@@ -32,7 +32,7 @@ export async function killDuringWrite(o: {
   /** What `writing()` looks for, for the report. */
   during: string;
   before: Snapshot;
-  start: () => Promise<RunningSpecGuard>;
+  start: () => Promise<SpawnedSpecGuard>;
   writing: () => Promise<boolean>;
   load: () => Promise<Snapshot>;
   /** What loading the store reported (a cut write set aside, a corrupt file moved aside). */
@@ -40,6 +40,7 @@ export async function killDuringWrite(o: {
   restart: () => Promise<RunningSpecGuard>;
 }): Promise<KillResult> {
   const run = await o.start();
+  run.ready.catch(() => undefined); // killed before ready, as likely as not
   const started = Date.now();
   let caught = false;
   for (; Date.now() - started < 300_000; await sleep(5)) {
@@ -50,7 +51,7 @@ export async function killDuringWrite(o: {
   }
   run.child.kill('SIGKILL');
   await new Promise((resolve) => (run.child.exitCode !== null || run.child.signalCode !== null ? resolve(undefined) : run.child.once('exit', resolve)));
-  if (!caught) return { ok: false, line: `${o.store} store: no whole-state write seen within 300 s of ready; nothing was killed mid-write (its log: ${run.logFile})` };
+  if (!caught) return { ok: false, line: `${o.store} store: no whole-state write seen within 300 s of the start; nothing was killed mid-write (its log: ${run.logFile})` };
   const killedAfter = Date.now() - started;
 
   const after = await o.load();
@@ -68,6 +69,6 @@ export async function killDuringWrite(o: {
   const detail = problems.length ? ` (${problems.slice(0, 3).join('; ')}${problems.length > 3 ? ', …' : ''})` : '';
   return {
     ok,
-    line: `${o.store} store, kill -9 ${(killedAfter / 1000).toFixed(1)} s after ready, ${o.during}; of ${o.before.entries.size} entries ${problems.length} lost or changed${detail}; restarted: ${known} loaded, ${reverts} reverts, ${recreates} recreates; loading it reported: ${o.reported.length ? o.reported.join('; ') : 'nothing'} — ${ok ? 'nothing lost' : 'FAILED'}`,
+    line: `${o.store} store, kill -9 ${(killedAfter / 1000).toFixed(1)} s after the start, ${o.during}; of ${o.before.entries.size} entries ${problems.length} lost or changed${detail}; restarted: ${known} loaded, ${reverts} reverts, ${recreates} recreates; loading it reported: ${o.reported.length ? o.reported.join('; ') : 'nothing'} — ${ok ? 'nothing lost' : 'FAILED'}`,
   };
 }

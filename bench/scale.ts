@@ -3,11 +3,11 @@
 // its RSS and heap per object, the file store's bytes written for 1,000 changed objects, the
 // time 1,000 objects drifted at once stay drifted, admission p99 with that cache side by side
 // with an empty one, and, for both stores, a kill -9 in the middle of their largest write.
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlaneUp, freePort, inParallel, metricsOf, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlaneUp, freePort, inParallel, metricsOf, percentile, releaseLease, sleep, spawnSpecGuard, startSpecGuard, unregister, type RunningSpecGuard } from './cluster.js';
 import { spawn } from 'node:child_process';
 import { FileStore, SecretStore } from '../src/sync/index.js';
 import { killDuringWrite } from './kill.js';
@@ -76,6 +76,12 @@ async function secretsSettled(kube: Awaited<ReturnType<typeof adminClient>>): Pr
 }
 
 /** Waits until the store's files stop changing for a second (the watcher's writes are debounced). */
+/** The admission layers spec-guard relies on are in force (its metrics say). */
+async function layersIn(run: RunningSpecGuard): Promise<boolean> {
+  const metrics = await metricsOf(run);
+  return /spec_guard_admission_layer_intact\{layer="guard"\} 1/.test(metrics) && /spec_guard_admission_layer_intact\{layer="stamp"\} 1/.test(metrics);
+}
+
 async function settled(path: string): Promise<void> {
   let last = '';
   for (let stable = 0; stable < 4; ) {
@@ -144,27 +150,40 @@ async function main(): Promise<void> {
     const after = storeFiles(statePath);
     const written = after.rewritten !== before.rewritten ? after.snapshot + after.log : after.log - before.log;
 
-    // kill -9 in the middle of the file store's largest write: the whole state, as the
-    // admission layers' coming into force makes it (here after a blind window: spec-guard
-    // registers them again at its start).
+    // kill -9 in the middle of the file store's largest write: the snapshot a start folds the
+    // log (the changes above) into. What the store held is read from a copy: loading folds too.
     await sg.stop();
     await releaseLease(kube);
     await unregister(kube);
     const fileReported: string[] = [];
-    const fileStore = () => new FileStore(statePath, (msg) => fileReported.push(msg));
-    const logBefore = storeFiles(statePath).log;
+    const fileStore = (path = statePath) => new FileStore(path, (msg) => fileReported.push(msg));
+    const copy = join(mkdtempSync(join(tmpdir(), 'spec-guard-bench-state-')), 'state.json');
+    copyFileSync(statePath, copy);
+    copyFileSync(`${statePath}.log`, `${copy}.log`);
     const fileKill = await killDuringWrite({
       store: 'file',
-      during: 'the log more than 1 MB into an append, or a snapshot being written',
-      before: await fileStore().load(),
-      start: () => startSpecGuard(self, config('file'), [], NODE_OPTIONS),
-      // A snapshot being written, or the log more than 1 MB into an append (the raised
-      // revisions arrive in several batches, which the log takes as appends).
-      writing: async () => readdirSync(dir).some((f) => f.startsWith('state.json.tmp-')) || storeFiles(statePath).log > logBefore + 1024 * 1024,
+      during: `the snapshot its start folds a ${(storeFiles(statePath).log / 1024 / 1024).toFixed(1)} MB log into being written`,
+      before: await fileStore(copy).load(),
+      start: () => spawnSpecGuard(self, config('file'), [], NODE_OPTIONS),
+      writing: async () => readdirSync(dir).some((f) => f.startsWith('state.json.tmp-')),
       load: () => fileStore().load(),
       reported: fileReported,
       restart: () => startSpecGuard(self, config('file'), ['--no-register'], NODE_OPTIONS),
     });
+    await releaseLease(kube);
+
+    // The end of a blind window (no admission object since the kill above): once spec-guard
+    // registers them and they are in force, a relist raises the revision every object in
+    // sync is known canonical at. Stored as touches, not entries.
+    const relisting = await startSpecGuard(self, config('file'), [], NODE_OPTIONS);
+    const atReady = storeFiles(statePath);
+    for (let waited = 0; !(await layersIn(relisting)) && waited < 120_000; waited += 500) await sleep(500);
+    for (let waited = 0; storeFiles(statePath).log === atReady.log && waited < 120_000; waited += 250) await sleep(250);
+    await settled(statePath);
+    const afterRelist = storeFiles(statePath);
+    const relistWritten = afterRelist.rewritten !== atReady.rewritten ? afterRelist.snapshot + afterRelist.log : afterRelist.log - atReady.log;
+    const touchLines = readFileSync(`${statePath}.log`, 'utf8').split('\n').filter((line) => line.startsWith('{"touch"')).length;
+    await relisting.stop();
     await releaseLease(kube);
 
     // The Secret store (the one several replicas share), the same objects: a new leader
@@ -174,9 +193,8 @@ async function main(): Promise<void> {
     // Written once every object is stored (the gauge is set after each write), then quiet.
     const storedAll = async () => Number(/spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(await metricsOf(shared))?.[1] ?? 0) >= COUNT;
     // Also once the admission layers are in force: that relists and stores every object's
-    // raised revision (the whole state once), which is not the cost of a change.
-    const layersIn = async () => /spec_guard_admission_layer_intact\{layer="guard"\} 1/.test(await metricsOf(shared)) && /spec_guard_admission_layer_intact\{layer="stamp"\} 1/.test(await metricsOf(shared));
-    for (let waited = 0; !((await storedAll()) && (await layersIn())) && waited < 300_000; waited += 500) await sleep(500);
+    // raised revision, which is not the cost of a change.
+    for (let waited = 0; !((await storedAll()) && (await layersIn(shared))) && waited < 300_000; waited += 500) await sleep(500);
     await sleep(3000);
     const fullWrite = await secretsSettled(kube);
     const sharedSteadyRss = rssMb(shared.child.pid!);
@@ -186,8 +204,8 @@ async function main(): Promise<void> {
     const afterChange = await secretsSettled(kube);
     const sharedWritten = [...afterChange].filter(([name, s]) => fullWrite.get(name)?.rv !== s.rv).reduce((n, [, s]) => n + s.bytes, 0);
     const shards = [...afterChange.keys()].filter((name) => /-g\d+-\d+$/.test(name)).length;
-    // kill -9 in the middle of its largest write, once the admission layers come into force
-    // again after a blind window: every entry, into journals or a new generation of shards.
+    // kill -9 in the middle of its largest write: a new leader's, every entry into a new
+    // generation of shards.
     await shared.stop();
     await releaseLease(kube);
     await unregister(kube);
@@ -200,7 +218,7 @@ async function main(): Promise<void> {
       store: 'secret',
       during: 'a new shard or journal Secret written, not yet counted by the index',
       before: await secretStore().load(),
-      start: () => startSpecGuard(self, config('secret'), [], NODE_OPTIONS),
+      start: () => spawnSpecGuard(self, config('secret'), [], NODE_OPTIONS),
       writing: async () => [...(await pieces())].some((name) => !piecesBefore.has(name)),
       load: () => secretStore().load(),
       reported: [],
@@ -259,7 +277,7 @@ async function main(): Promise<void> {
     console.log(`canonical objects known: ${canonical}; with NODE_OPTIONS=${NODE_OPTIONS} (shipped): RSS at ready ${rssReady.toFixed(0)} MB, steady ${rssSteady.toFixed(0)} MB; V8 heap in use ${heapUsedMb.toFixed(0)} MB`);
     console.log(`memory per guarded object: canonical state ${(stateBytes / COUNT / 1024).toFixed(1)} KB stored, ${((heapUsedMb * 1024) / COUNT).toFixed(1)} KB of V8 heap in use (all of it, base included), ${((rssSteady * 1024) / COUNT).toFixed(1)} KB of RSS`);
     if (memory.length) console.log(`other Node.js settings, same state and objects:\n${memory.join('\n')}`);
-    console.log(`file store: ${(written / 1024 / 1024).toFixed(1)} MB written for ${BATCH} changed objects (${(written / BATCH / 1024).toFixed(1)} KB each; state ${(stateBytes / 1024 / 1024).toFixed(0)} MB)`);
+    console.log(`file store: ${(written / 1024 / 1024).toFixed(1)} MB written for ${BATCH} changed objects (${(written / BATCH / 1024).toFixed(1)} KB each; state ${(stateBytes / 1024 / 1024).toFixed(0)} MB); the relist at the end of a blind window: ${(relistWritten / 1024 / 1024).toFixed(1)} MB written, ${touchLines} touches (${(relistWritten / Math.max(1, touchLines)).toFixed(0)} bytes each)`);
     console.log(`reverts, ${BATCH} of the ${COUNT} drifted at once (${CONCURRENCY} PATCHes at a time), spec-guard CPU ${cpuPerRevertMs.toFixed(2)} ms per revert:\n${describeBurst(burst, BATCH, own)}`);
     console.log(`the same ${BATCH} PATCHes without spec-guard: ${(bare.ms / 1000).toFixed(1)} s (${((BATCH * 1000) / bare.ms).toFixed(0)}/s, p50 ${percentile(bare.latencies, 50).toFixed(0)} ms, p99 ${percentile(bare.latencies, 99).toFixed(0)} ms)`);
     console.log(secretLine);

@@ -16,6 +16,12 @@ export interface Target {
   rule: Rule;
 }
 
+/** When the watch showed a version (ms), and when a repair slot took it. */
+export interface Seen {
+  at: number;
+  handledAt: number;
+}
+
 /** After executing a plan: done, or decide again on a fresh read (now, or after `afterMs`). */
 export type Outcome = { again: false } | { again: true; afterMs?: number };
 
@@ -47,8 +53,11 @@ export class Repairer {
 
   constructor(private readonly d: RepairerDeps) {}
 
-  /** `object`: the version the plan was made for; `attempt`: how often it was tried before; `seenAt`: when the watch showed it. */
-  async execute(target: Target, object: KubeObject, plan: RepairPlan, seenAt: number, attempt: number): Promise<Outcome> {
+  /**
+   * `object`: the version the plan was made for; `attempt`: how often it was tried before;
+   * `seen.at`: when the watch showed it, `seen.handledAt`: when a repair slot took it.
+   */
+  async execute(target: Target, object: KubeObject, plan: RepairPlan, seen: Seen, attempt: number): Promise<Outcome> {
     const { key } = target;
     const label = resourceName(target.group, target.resource);
     if (plan.drifted !== undefined) this.setDrifted(target, plan.drifted);
@@ -85,13 +94,13 @@ export class Repairer {
         }
         return this.patch(target, object, plan.stamp, plan.purpose);
       case 'revert':
-        return this.revert(target, object, plan, seenAt, attempt);
+        return this.revert(target, object, plan, seen, attempt);
       case 'recreate':
         return this.recreate(target, plan.body, plan.report);
     }
   }
 
-  private async revert(target: Target, object: KubeObject, plan: Extract<RepairPlan, { kind: 'revert' }>, seenAt: number, attempt: number): Promise<Outcome> {
+  private async revert(target: Target, object: KubeObject, plan: Extract<RepairPlan, { kind: 'revert' }>, seen: Seen, attempt: number): Promise<Outcome> {
     const { key } = target;
     const label = resourceName(target.group, target.resource);
     const { waitMs, fightStarted } = this.throttle.decide(key, Date.now());
@@ -107,11 +116,12 @@ export class Repairer {
     if (outcome.again || plan.ops.length === 0) return outcome;
     const now = Date.now();
     this.d.metrics.reverts.inc({ resource: label, result: 'reverted' });
-    this.d.metrics.revertLatency.observe((now - seenAt) / 1000);
+    this.d.metrics.revertLatency.observe((now - seen.at) / 1000);
     this.record(object, plan.report);
-    // ms: since the watch showed the drift; patchMs: of that, the apiserver's answer to the
-    // revert; attempt: tries before this one (a conflict re-reads and decides again).
-    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seenAt, patchMs: now - patchStarted, attempt });
+    // ms: since the watch showed the drift; of that, queuedMs: waiting for a repair slot,
+    // patchMs: the apiserver's answer to the revert; attempt: tries before this one (a
+    // conflict re-reads and decides again).
+    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seen.at, queuedMs: seen.handledAt - seen.at, patchMs: now - patchStarted, attempt });
     return DONE;
   }
 

@@ -295,6 +295,7 @@ export class Watcher {
   /** Handles the newest state of `key`; a failure puts it back (unless a newer one came) for the queue to retry. */
   private async process(key: string): Promise<void> {
     if (key.startsWith('namespace:')) return this.listNamespace(key);
+    const handledAt = Date.now();
     let work = this.latest.get(key);
     if (!work) return;
     this.latest.delete(key);
@@ -310,7 +311,7 @@ export class Watcher {
           throw err;
         }
       }
-      const outcome = await this.repair(work);
+      const outcome = await this.repair(work, handledAt);
       if (outcome.again) this.requeue(work, outcome.afterMs);
     } catch (err) {
       if (!this.latest.has(key)) this.latest.set(key, { ...work, attempt: work.attempt + 1 });
@@ -319,7 +320,7 @@ export class Watcher {
   }
 
   /** Plans one version (verifying the layers when the plan needs them), then executes the plan. */
-  private async repair(work: Pending) {
+  private async repair(work: Pending, handledAt: number) {
     const { target, object } = work;
     const deleted = work.type === 'DELETED';
     const input: RepairInput = {
@@ -343,7 +344,7 @@ export class Watcher {
       const layers = (plan.staleOk ? this.d.layersIfGuardBroken?.() : undefined) ?? (await this.d.verifyLayers?.()) ?? UNKNOWN_LAYERS;
       plan = planRepair({ ...input, layers, now: Date.now() });
     }
-    return this.repairer.execute(target, object, plan, work.seenAt, work.attempt);
+    return this.repairer.execute(target, object, plan, { at: work.seenAt, handledAt }, work.attempt);
   }
 
   /** A deleted key's tombstone: the admitting replica may be another one, whose tombstone is in the store. */
