@@ -30,20 +30,28 @@ function keptAnnotations(object: KubeObject): Record<string, string> | undefined
   return Object.keys(rest).length ? rest : undefined;
 }
 
-function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: string, seq: number): CanonicalEntry {
+/**
+ * The entry `object` defines. Where it holds what `previous` holds (the same value seen again:
+ * every status update of a stamped object), the strings and maps are `previous`'s own, so that
+ * a store's copy of the entry and the cache's do not each hold a copy of the value.
+ */
+function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: string, seq: number, previous: CanonicalEntry | undefined): CanonicalEntry {
   const meta = object.metadata ?? {};
+  const valuesJson = JSON.stringify(rule.view.valuesOf(object));
+  const annotations = keptAnnotations({ ...object, metadata: { ...meta, annotations: { ...meta.annotations, [STAMP_ANNOTATION]: stamp } } });
+  const shared = <T>(value: T, known: T | undefined): T => (known !== undefined && JSON.stringify(known) === JSON.stringify(value) ? known : value);
   return {
     viewHash,
-    valuesJson: JSON.stringify(rule.view.valuesOf(object)),
-    stamp,
+    valuesJson: previous?.valuesJson === valuesJson ? previous.valuesJson : valuesJson,
+    stamp: previous?.stamp === stamp ? previous.stamp : stamp,
     seq,
     resourceVersion: meta.resourceVersion ?? '',
     knownAt: meta.resourceVersion ?? '',
     uid: meta.uid ?? '',
     apiVersion: object.apiVersion ?? '',
     kind: object.kind ?? '',
-    labels: meta.labels,
-    annotations: keptAnnotations({ ...object, metadata: { ...meta, annotations: { ...meta.annotations, [STAMP_ANNOTATION]: stamp } } }),
+    labels: shared(meta.labels, previous?.labels),
+    annotations: shared(annotations, previous?.annotations),
   };
 }
 
@@ -75,7 +83,7 @@ export function observe(
   const stamp = meta.annotations?.[STAMP_ANNOTATION];
   const claim = stamper.read(stamp, key);
   if (claim && claim.hash === view.hash && isFresh(claim, object, previous, tombstone)) {
-    return { kind: 'learn', entry: entryFrom(object, rule, view.hash, stamp!, claim.seq) };
+    return { kind: 'learn', entry: entryFrom(object, rule, view.hash, stamp!, claim.seq, previous) };
   }
   if (previous && previous.viewHash === view.hash) {
     const rv = meta.resourceVersion ?? '';
@@ -113,7 +121,7 @@ export function resolve(
   const attribution = attributeChange(effective, obs.entry, object, rule.config.creates === 'allow');
   const learn = (): ChangePlan => {
     const seq = nextSeq(now, obs.previous?.seq);
-    return { action: 'learn', entry: entryFrom(object, rule, obs.viewHash, stamper.stamp(obs.viewHash, key, seq), seq), attribution };
+    return { action: 'learn', entry: entryFrom(object, rule, obs.viewHash, stamper.stamp(obs.viewHash, key, seq), seq, obs.previous), attribution };
   };
   if (attribution === 'trusted') return learn();
   if (attribution === 'unattributed' && rule.config.blindWindow.changes === 'accept') return learn();

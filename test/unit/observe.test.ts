@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from '@jest/globals';
 import { attributeChange, attributeDelete, observe, resolve, STAMP_ANNOTATION, UNKNOWN_LAYERS, type CanonicalEntry, type Layers } from '../../src/guard/index.js';
 import type { KubeObject } from '../../src/kube/index.js';
@@ -38,6 +40,38 @@ describe('observe (what the watcher makes of an object)', () => {
     expect(entry.knownAt).toBe('100');
     expect(JSON.parse(entry.valuesJson)['/spec'].source.targetRevision).toBe('HEAD');
     expect(entry.annotations).toEqual({ [STAMP_ANNOTATION]: entry.stamp });
+  });
+
+  it('an unchanged stamped object seen again (a status update) shares the known entry\'s value: a store holding the earlier entry does not make the value take twice the memory', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const t = context();
+    const { request } = review('alice-update-spec');
+    const object = request.oldObject!;
+    object.metadata!.resourceVersion = '100';
+    // ~5 KB of guarded value, as an Application with Helm parameters has.
+    (object.spec as { source: Record<string, unknown> }).source.helm = { parameters: Array.from({ length: 60 }, (_, p) => ({ name: `c${p}.replicas`, value: `${p}-${'x'.repeat(60)}` })) };
+    stamp(t, request, object);
+    const rule = t.policy.rules[0]!;
+    const key = keyOf(request);
+    const first = observe(object, rule, key, undefined, undefined, t.stamper);
+    if (first.kind !== 'learn') throw new Error(`expected learn, got ${first.kind}`);
+    expect(first.entry.valuesJson.length).toBeGreaterThan(5000);
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    // 2,000 later versions (status updates), each learned while the first entry is kept, as a store keeps what it wrote.
+    const learned = Array.from({ length: 2000 }, (_, i) => {
+      const later = { ...object, metadata: { ...object.metadata, resourceVersion: String(200 + i) }, status: { reconciledAt: String(i) } };
+      const seen = observe(later, rule, key, first.entry, undefined, t.stamper);
+      if (seen.kind !== 'learn') throw new Error(`expected learn, got ${seen.kind}`);
+      expect(seen.entry.knownAt).toBe(String(200 + i));
+      return seen.entry;
+    });
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    // Each value held again would be 2,000 × 5 KB = 10 MB; shared, the entries are a few hundred bytes each.
+    expect(grown).toBeLessThan(2000 * 1024);
+    expect(learned[1999]!.annotations).toBe(first.entry.annotations);
   });
 
   it('a guarded value nested deeper than the limit is drift from a known canonical value, never a throw', () => {
