@@ -1,7 +1,9 @@
 // Shared by bench/scale and bench/revert: Applications of ~5 KB, PATCHed many at once, and the
 // time each drift stayed in the apiserver, as a watch of our own sees it.
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { APPS, application, inParallel, percentile, type adminClient } from './cluster.js';
+import { processCpuMicros } from './process-cpu.js';
 
 type Kube = Awaited<ReturnType<typeof adminClient>>;
 
@@ -40,6 +42,14 @@ export interface BurstResult {
   unreverted: number;
   /** From the last drift's PATCH response to the last revert seen. */
   afterLastMs: number;
+  /** Per process (and `bench`, this one), the cores it kept busy on average from the first drift to the last revert. */
+  cores: Record<string, number>;
+}
+
+/** CPU time of the given processes and of this one (µs), for the cores each used over a span. */
+function cpuNow(pids: Record<string, number>): Record<string, number> {
+  const usage = process.cpuUsage();
+  return { ...Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpuMicros(pid)])), bench: usage.user + usage.system };
 }
 
 /**
@@ -48,7 +58,7 @@ export interface BurstResult {
  * every object) notes when each object first shows `revision` and when it first shows
  * another one afterwards.
  */
-export async function driftBurst(kube: Kube, who: Record<string, string>, names: string[], revision: string, waitMs = 120_000): Promise<BurstResult> {
+export async function driftBurst(kube: Kube, who: Record<string, string>, names: string[], revision: string, pids: Record<string, number>, waitMs = 120_000): Promise<BurstResult> {
   const wanted = new Set(names);
   const driftSeen = new Map<string, number>();
   const revertSeen = new Map<string, number>();
@@ -72,9 +82,13 @@ export async function driftBurst(kube: Kube, who: Record<string, string>, names:
         .catch(() => undefined);
     }
   })();
+  const cpuBefore = cpuNow(pids);
+  const started = performance.now();
   const drift = await patchMany(kube, who, names, revision);
   const driftEnded = performance.now();
   for (const deadline = Date.now() + waitMs; revertSeen.size < names.length && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+  const cpuAfter = cpuNow(pids);
+  const spanMicros = (performance.now() - started) * 1000;
   abort.abort();
   await watching;
   const last = Math.max(...revertSeen.values());
@@ -84,6 +98,7 @@ export async function driftBurst(kube: Kube, who: Record<string, string>, names:
     latencies: [...revertSeen].map(([name, at]) => at - driftSeen.get(name)!).sort((a, b) => a - b),
     unreverted: names.length - revertSeen.size,
     afterLastMs: last - driftEnded,
+    cores: Object.fromEntries(Object.keys(cpuAfter).map((name) => [name, (cpuAfter[name]! - cpuBefore[name]!) / spanMicros])),
   };
 }
 
@@ -111,5 +126,6 @@ export function describeBurst(r: BurstResult, of: number, part: ReturnType<typeo
     `  how long each drift stayed, as a watch sees it: ${q(r.latencies)}, max ${f(r.latencies.at(-1) ?? NaN)} ms`,
     `  spec-guard's part (its watch event to its revert stored, from its log): ${q(part.total)}, max ${f(part.total.at(-1) ?? NaN)} ms; of that, not waiting for the apiserver's answer to the revert: ${q(part.own)}, of which waiting for one of the repair slots: ${q(part.queued)}`,
     `  the apiserver meanwhile: the ${of} drifting PATCHes took ${(r.driftMs / 1000).toFixed(1)} s, each ${q(r.driftLatencies)}; the rest of the watch-to-watch time is its watch delivery`,
+    `  cores kept busy from the first drift to the last revert (of ${availableParallelism()}): ${Object.entries(r.cores).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ')}; all ${Object.values(r.cores).reduce((a, b) => a + b, 0).toFixed(2)}`,
   ].join('\n');
 }

@@ -5,7 +5,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeClient } from '../src/kube/index.js';
 
@@ -21,6 +21,12 @@ const controlPlaneEnv = { ...process.env, CP_NAME: 'bench', CP_APISERVER_PORT: '
 export function controlPlaneUp(): { admin: string; self: string } {
   const admin = execFileSync('bash', [`${root}scripts/control-plane.sh`, 'up'], { env: controlPlaneEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   return { admin, self: admin.replace(/admin\.kubeconfig$/, 'spec-guard.kubeconfig') };
+}
+
+/** The local control plane's processes (their pid files sit beside the admin kubeconfig). */
+export function controlPlanePids(admin: string): Record<'kube-apiserver' | 'etcd', number> {
+  const pid = (name: string) => Number(readFileSync(join(dirname(admin), `${name}.pid`), 'utf8').trim());
+  return { 'kube-apiserver': pid('apiserver'), etcd: pid('etcd') };
 }
 
 export function controlPlaneDown(): void {

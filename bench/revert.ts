@@ -5,7 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, inParallel, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlanePids, controlPlaneUp, inParallel, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany } from './burst.js';
 import { processCpuMicros } from './process-cpu.js';
 
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
 
     await sleep(2000); // the lone drifts' Events written
     const cpuBefore = processCpuMicros(sg.child.pid!);
-    const burst = await driftBurst(kube, ALICE, burstNames, 'evil');
+    const burst = await driftBurst(kube, ALICE, burstNames, 'evil', { ...controlPlanePids(admin), 'spec-guard': sg.child.pid! });
     await sleep(3000); // the Events the burst recorded, written
     const cpuMsPerRevert = (processCpuMicros(sg.child.pid!) - cpuBefore) / 1000 / Math.max(1, burst.latencies.length);
     await sg.stop();

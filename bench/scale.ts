@@ -7,7 +7,7 @@ import { copyFileSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlaneUp, freePort, inParallel, metricsOf, percentile, releaseLease, sleep, spawnSpecGuard, startSpecGuard, unregister, type RunningSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlanePids, controlPlaneUp, freePort, inParallel, metricsOf, percentile, releaseLease, sleep, spawnSpecGuard, startSpecGuard, unregister, type RunningSpecGuard } from './cluster.js';
 import { spawn } from 'node:child_process';
 import { FileStore, SecretStore } from '../src/sync/index.js';
 import { killDuringWrite } from './kill.js';
@@ -260,7 +260,7 @@ async function main(): Promise<void> {
     const watcher = await startSpecGuard(self, config('file'), ['--no-register'], NODE_OPTIONS);
     await sleep(3000);
     const cpuBefore = counter(await metricsOf(watcher), 'process_cpu_seconds_total');
-    const burst = await driftBurst(kube, ALICE, batchNames, 'evil');
+    const burst = await driftBurst(kube, ALICE, batchNames, 'evil', { ...controlPlanePids(admin), 'spec-guard': watcher.child.pid! });
     await sleep(3000); // the Events the burst recorded, written
     const cpuPerRevertMs = ((counter(await metricsOf(watcher), 'process_cpu_seconds_total') - cpuBefore) * 1000) / Math.max(1, burst.latencies.length);
     const own = ownRevertTimes(watcher.logFile, batchNames);
