@@ -1,4 +1,5 @@
 import { mkdtempSync, statSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -109,6 +110,14 @@ describe('touches: the revisions a relist raises are stored without the entries'
 
     const reloaded = await new SecretStore(fake.asKube(), 'spec-guard', 'state').load();
     for (const [key, value] of entries) expect(reloaded.entries.get(key)).toEqual({ ...value, knownAt: '5000' });
+    // A spec-guard from before touches (rolled back to) reads the journals' entries alone:
+    // only whole entries there, the touches beside them, which it does not read.
+    for (const name of journalNames(fake)) {
+      const data = fake.secrets.get(name)!.data!;
+      const whole = JSON.parse(gunzipSync(Buffer.from(data['entries.json.gz']!, 'base64')).toString('utf8')) as Record<string, unknown>;
+      expect(Object.values(whole).every((value) => value === null || typeof (value as CanonicalEntry).valuesJson === 'string')).toBe(true);
+      expect(Object.keys(JSON.parse(gunzipSync(Buffer.from(data['touches.json.gz']!, 'base64')).toString('utf8')) as object).length).toBeGreaterThan(0);
+    }
   });
 
   it('Secret store: a touch folded into the newest journal keeps the whole entry it follows, and two touches keep both changes', async () => {

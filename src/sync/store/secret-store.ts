@@ -8,6 +8,8 @@ import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
 import { MANAGED_BY_LABEL } from '../../names.js';
 
 const ENTRIES_KEY = 'entries.json.gz';
+/** A journal's touches, beside its entries: a spec-guard from before touches reads the entries alone, the safe side. */
+const TOUCHES_KEY = 'touches.json.gz';
 const INDEX_KEY = 'index.json';
 const TOMBSTONES_KEY = 'tombstones.json';
 const CONTINUITY_KEY = 'continuity.json';
@@ -25,7 +27,8 @@ const FOLD_MIN_BYTES = MAX_SECRET_BYTES;
 /**
  * Where the entries are: shard Secrets `<name>-g<generation>-<i>` for i below `shards`, then
  * the changes since, in journal Secrets `<name>-g<generation>-j<i>` for i below `journal`,
- * applied in order (a null entry: forgotten; `{ touch }`: the entry's revisions alone).
+ * applied in order (a null entry: forgotten; `{ touch }`: the entry's revisions alone, kept
+ * apart in the Secret under TOUCHES_KEY).
  */
 interface Layout {
   generation: number;
@@ -36,6 +39,11 @@ interface Layout {
 type Journal = Record<string, CanonicalEntry | null | { touch: Touch }>;
 
 const touchIn = (value: Journal[string]): Touch | undefined => (value && 'touch' in value ? value.touch : undefined);
+
+/** Bytes of an encoded Secret's data: what counts against its 1 MiB. */
+const encodedBytes = (data: Record<string, string>) => Object.values(data).reduce((n, v) => n + v.length, 0);
+
+const gunzipJson = (raw: string): unknown => JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8'));
 
 /**
  * `later` applied to `earlier` (the newest journal, rewritten whole with further changes): a
@@ -129,17 +137,21 @@ export class SecretStore implements CanonicalStore {
       this.shardVersions.set(name, secret.metadata.resourceVersion!);
       const raw = secret.data?.[ENTRIES_KEY];
       if (!raw) continue;
-      this.sizes.set(name, raw.length);
-      last = JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8')) as Journal;
-      for (const [key, entry] of Object.entries(last)) {
-        const touch = touchIn(entry);
-        if (touch) {
-          if (!isTouch(touch)) throw new Error(`${name}: the touch of ${key} is malformed`);
-          const touched = applyTouch(into.get(key), touch);
-          if (touched) into.set(key, touched);
-        } else if (entry) into.set(key, entry as CanonicalEntry);
+      this.sizes.set(name, encodedBytes(secret.data!));
+      const entries = gunzipJson(raw) as Record<string, CanonicalEntry | null>;
+      const rawTouches = secret.data?.[TOUCHES_KEY];
+      const touches = (rawTouches ? gunzipJson(rawTouches) : {}) as Record<string, Touch>;
+      // A key is whole or touched within one Secret (a touch of an entry it holds is folded in).
+      for (const [key, entry] of Object.entries(entries)) {
+        if (entry) into.set(key, entry);
         else into.delete(key);
       }
+      for (const [key, touch] of Object.entries(touches)) {
+        if (!isTouch(touch)) throw new Error(`${name}: the touch of ${key} is malformed`);
+        const touched = applyTouch(into.get(key), touch);
+        if (touched) into.set(key, touched);
+      }
+      last = { ...entries, ...Object.fromEntries(Object.entries(touches).map(([key, touch]) => [key, { touch }])) };
     }
     return last;
   }
@@ -204,7 +216,7 @@ export class SecretStore implements CanonicalStore {
   private encodeChunks(content: Journal): Array<{ content: Journal; data: Record<string, string> }> {
     const data = this.encode(content);
     const keys = Object.keys(content);
-    if (data[ENTRIES_KEY]!.length <= GROW_BYTES || keys.length < 2) return [{ content, data }];
+    if (encodedBytes(data) <= GROW_BYTES || keys.length < 2) return [{ content, data }];
     const half = Math.ceil(keys.length / 2);
     const part = (from: number, to: number) => Object.fromEntries(keys.slice(from, to).map((k) => [k, content[k]!]));
     return [...this.encodeChunks(part(0, half)), ...this.encodeChunks(part(half, keys.length))];
@@ -252,12 +264,21 @@ export class SecretStore implements CanonicalStore {
     return contents;
   }
 
+  /** Whole entries (and removals) under ENTRIES_KEY, touches (if any) under TOUCHES_KEY. */
   private encode(content: Journal): Record<string, string> {
-    return { [ENTRIES_KEY]: gzipSync(JSON.stringify(content)).toString('base64') };
+    const whole: Record<string, CanonicalEntry | null> = {};
+    const touches: Record<string, Touch> = {};
+    for (const [key, value] of Object.entries(content)) {
+      const touch = touchIn(value);
+      if (touch) touches[key] = touch;
+      else whole[key] = value as CanonicalEntry | null;
+    }
+    const gzipJson = (value: unknown) => gzipSync(JSON.stringify(value)).toString('base64');
+    return { [ENTRIES_KEY]: gzipJson(whole), ...(Object.keys(touches).length ? { [TOUCHES_KEY]: gzipJson(touches) } : {}) };
   }
 
   private async writeShard(name: string, data: Record<string, string>): Promise<void> {
-    this.sizes.set(name, data[ENTRIES_KEY]!.length);
+    this.sizes.set(name, encodedBytes(data));
     for (let attempt = 0; ; attempt++) {
       try {
         const saved = await this.write(name, data, this.shardVersions.get(name));
@@ -282,7 +303,7 @@ export class SecretStore implements CanonicalStore {
     let encoded: Array<Record<string, string>>;
     for (;;) {
       encoded = [...this.group(entries, shards).values()].map((content) => this.encode(content));
-      if (encoded.every((data) => data[ENTRIES_KEY]!.length <= GROW_BYTES)) break;
+      if (encoded.every((data) => encodedBytes(data) <= GROW_BYTES)) break;
       shards *= 2;
     }
     const next: Layout = { generation, shards, journal: 0 };
