@@ -175,14 +175,16 @@ async function main(): Promise<void> {
     // The end of a blind window (no admission object since the kill above): once spec-guard
     // registers them and they are in force, a relist raises the revision every object in
     // sync is known canonical at. Stored as touches, not entries.
+    // The start folds the log into the snapshot first: the log then holds what was written
+    // since, which is the relist's touches once every object has one (it may begin before ready).
     const relisting = await startSpecGuard(self, config('file'), [], NODE_OPTIONS);
-    const atReady = storeFiles(statePath);
-    for (let waited = 0; !(await layersIn(relisting)) && waited < 120_000; waited += 500) await sleep(500);
-    for (let waited = 0; storeFiles(statePath).log === atReady.log && waited < 120_000; waited += 250) await sleep(250);
+    const logged = () => {
+      const log = readFileSync(`${statePath}.log`, 'utf8');
+      return { bytes: Buffer.byteLength(log), touches: log.split('\n').filter((line) => line.startsWith('{"touch"')).length };
+    };
+    for (let waited = 0; logged().touches < COUNT && waited < 300_000; waited += 1000) await sleep(1000);
     await settled(statePath);
-    const afterRelist = storeFiles(statePath);
-    const relistWritten = afterRelist.rewritten !== atReady.rewritten ? afterRelist.snapshot + afterRelist.log : afterRelist.log - atReady.log;
-    const touchLines = readFileSync(`${statePath}.log`, 'utf8').split('\n').filter((line) => line.startsWith('{"touch"')).length;
+    const { bytes: relistWritten, touches: touchLines } = logged();
     await relisting.stop();
     await releaseLease(kube);
 
