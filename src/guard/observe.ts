@@ -30,6 +30,9 @@ function keptAnnotations(object: KubeObject): Record<string, string> | undefined
   return Object.keys(rest).length ? rest : undefined;
 }
 
+/** `known` where it holds the same as `value`: one copy kept instead of two. */
+const shared = <T>(value: T, known: T | undefined): T => (known !== undefined && JSON.stringify(known) === JSON.stringify(value) ? known : value);
+
 /**
  * The entry `object` defines. Where it holds what `previous` holds (the same value seen again:
  * every status update of a stamped object), the strings and maps are `previous`'s own, so that
@@ -39,7 +42,6 @@ function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: stri
   const meta = object.metadata ?? {};
   const valuesJson = JSON.stringify(rule.view.valuesOf(object));
   const annotations = keptAnnotations({ ...object, metadata: { ...meta, annotations: { ...meta.annotations, [STAMP_ANNOTATION]: stamp } } });
-  const shared = <T>(value: T, known: T | undefined): T => (known !== undefined && JSON.stringify(known) === JSON.stringify(value) ? known : value);
   return {
     viewHash,
     valuesJson: previous?.valuesJson === valuesJson ? previous.valuesJson : valuesJson,
