@@ -24,7 +24,10 @@ export interface InformerOptions<T, C> extends ReflectorOptions {
    */
   known?: () => Iterable<[string, C]>;
   onRestart?: (reason: string) => void;
-  /** After each complete (re)list, once its events (DELETED ones included) were handled. */
+  /**
+   * After each complete (re)list, once its events (DELETED ones included) were handled; not
+   * after one a resync superseded while it ran (the list that follows calls it).
+   */
   onListed?: () => void;
 }
 
@@ -54,7 +57,7 @@ export class Informer<T extends ListedObject, C = T> {
     this.keyOf = options.keyOf ?? defaultKey;
     this.project = options.project ?? ((object) => object as unknown as C);
     this.reflector = new Reflector<T>(kube, options, {
-      onListPage: (items, last, revision, first) => this.onListPage(items, last, revision, first),
+      onListPage: (items, last, revision, first, superseded) => this.onListPage(items, last, revision, first, superseded),
       onEvent: (type, object) => this.onEvent(type, object),
       onRestart: options.onRestart,
     });
@@ -98,7 +101,7 @@ export class Informer<T extends ListedObject, C = T> {
     return this.cache.size;
   }
 
-  private onListPage(items: T[], last: boolean, revision: string, first: boolean): void {
+  private onListPage(items: T[], last: boolean, revision: string, first: boolean, superseded: boolean): void {
     if (first || !this.listing) {
       this.listing = new Set();
       for (const [key, value] of this.options.known?.() ?? []) if (!this.cache.has(key)) this.cache.set(key, value);
@@ -116,7 +119,7 @@ export class Informer<T extends ListedObject, C = T> {
       this.cache.delete(key);
       this.handler({ type: 'DELETED', key, previous });
     }
-    this.options.onListed?.();
+    if (!superseded) this.options.onListed?.();
   }
 
   private onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void {

@@ -13,9 +13,10 @@ export interface ReflectorHandlers<T extends ListedObject> {
    * Each page of a (re)list, in order; `last` is true on the final page. Pages keep the
    * memory of a large list to one page at a time. `resourceVersion`: the revision the
    * list is a consistent snapshot of. `first`: the list's first page (a list cut short
-   * by an error starts again from its first page).
+   * by an error starts again from its first page). `superseded` (on the last page): a
+   * resync was asked for while this list ran, and another list follows at once.
    */
-  onListPage(items: T[], last: boolean, resourceVersion: string, first: boolean): void;
+  onListPage(items: T[], last: boolean, resourceVersion: string, first: boolean, superseded: boolean): void;
   onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void;
   /** A watch ended abnormally and is being restarted. */
   onRestart?(reason: string): void;
@@ -61,7 +62,8 @@ export class Reflector<T extends ListedObject> {
         let failures = 0;
         while (!this.stopped) {
           try {
-            if (!this.resourceVersion) await this.list();
+            // A resync asked for during this list makes watch() return at once: the loop lists again.
+            if (!this.resourceVersion || this.relistRequested) await this.list();
             if (first) {
               first = false;
               resolve();
@@ -90,31 +92,41 @@ export class Reflector<T extends ListedObject> {
     this.abort.abort();
   }
 
-  /** Lists again now (the handlers see every object anew), then resumes watching. */
+  /**
+   * Lists again now (the handlers see every object anew), then resumes watching. Asked for
+   * while a list runs, another list follows it: that one began after the request.
+   */
   resync(): void {
     this.relistRequested = true;
-    this.resourceVersion = undefined;
     this.abort.abort();
   }
 
   private async list(): Promise<void> {
+    this.relistRequested = false;
+    // A list cut short leaves no revision to watch from: the next attempt lists again.
+    this.resourceVersion = undefined;
     let continueToken: string | undefined;
     let first = true;
+    let revision = '';
     do {
       const page = await this.kube.request<{ metadata: { resourceVersion: string; continue?: string }; items: T[] }>('GET', this.options.path, {
         query: { fieldSelector: this.options.fieldSelector, limit: String(this.options.pageSize ?? 500), continue: continueToken },
         timeoutMs: 60_000,
       });
       continueToken = page.metadata.continue || undefined;
-      this.resourceVersion = page.metadata.resourceVersion;
-      this.handlers.onListPage(page.items, !continueToken, page.metadata.resourceVersion, first);
+      revision = page.metadata.resourceVersion;
+      const last = !continueToken;
+      this.handlers.onListPage(page.items, last, revision, first, last && this.relistRequested);
       first = false;
     } while (continueToken);
+    this.resourceVersion = revision;
     this.synced = true;
   }
 
   private async watch(): Promise<void> {
     this.abort = new AbortController();
+    // A resync asked for since the list ended aborted the previous controller: list first.
+    if (this.relistRequested) return;
     const signal = this.abort.signal;
     const silenceMs = this.options.silenceMs ?? 60_000;
     let silent = false;
@@ -157,10 +169,7 @@ export class Reflector<T extends ListedObject> {
       );
     } catch (err) {
       if (this.stopped) return;
-      if (this.relistRequested) {
-        this.relistRequested = false;
-        return;
-      }
+      if (this.relistRequested) return; // the loop lists
       if (silent) throw new Error(`watch ${this.options.path}: silent for ${silenceMs} ms`);
       throw err;
     } finally {

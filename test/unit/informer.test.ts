@@ -16,6 +16,8 @@ class FakeCollection {
   private watchers: Array<{ from: number; send: (event: unknown) => void; end: (err?: Error) => void }> = [];
   /** Events older than this are gone: a watch from before gets 410. */
   compactedAt = 0;
+  /** Called as each list page is asked for (its number, from 0 for every list's first): may throw to fail it. */
+  onPage: (page: number) => void = () => undefined;
   private history: Array<{ rv: number; type: string; object: Obj }> = [];
 
   put(name: string, spec: unknown = {}): void {
@@ -35,6 +37,17 @@ class FakeCollection {
   /** Deletes without any watcher seeing it (the watch was down), and compacts the history. */
   removeUnseen(name: string): void {
     this.objects.delete(name);
+    this.compactUnseen();
+  }
+
+  /** Changes an object without any watcher seeing it, and compacts the history. */
+  putUnseen(name: string, spec: unknown): void {
+    const existing = this.objects.get(name)!;
+    this.objects.set(name, { ...existing, metadata: { ...existing.metadata, resourceVersion: String(++this.revision) }, spec });
+    this.compactUnseen();
+  }
+
+  private compactUnseen(): void {
     this.compactedAt = ++this.revision;
     this.history = [];
     for (const w of this.watchers.splice(0)) w.end(new KubeError(410, 'Expired', 'too old resource version'));
@@ -52,6 +65,7 @@ class FakeCollection {
         const all = [...this.objects.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
         const start = Number(options.query?.continue ?? 0);
         const limit = Number(options.query?.limit ?? 500);
+        this.onPage(start / limit);
         const items = all.slice(start, start + limit);
         const next = start + limit < all.length ? String(start + limit) : undefined;
         return { metadata: { resourceVersion: String(this.revision), continue: next }, items: structuredClone(items) };
@@ -166,6 +180,49 @@ describe('the informer (a reflector with a cache)', () => {
       ['MODIFIED', 'ns/a', '3'],
       ['MODIFIED', 'ns/b', '3'],
     ]);
+    informer.stop();
+  });
+
+  it('a resync asked for while a list runs (layers coming into force during a long first list) lists again after it; onListed once, after the second', async () => {
+    const api = new FakeCollection();
+    for (const name of ['a', 'b', 'c', 'd']) api.put(name);
+    const events: Array<InformerEvent<Obj, unknown>> = [];
+    let listed = 0;
+    const informer = new Informer<Obj>(api.asKube(), { path: '/x', pageSize: 2, onListed: () => listed++ }, record(events));
+    let resynced = false;
+    api.onPage = (page) => {
+      if (page === 1 && !resynced) {
+        resynced = true;
+        api.put('e'); // written after the first list's snapshot
+        informer.resync();
+      }
+    };
+    await informer.start();
+    for (let i = 0; i < 100 && listed < 1; i++) await tick(10);
+    expect(listed).toBe(1);
+    // The second list, begun after the resync, shows every object at its revision (6).
+    expect(events.slice(-5).map((e) => [e.key, e.listedAt])).toEqual(['a', 'b', 'c', 'd', 'e'].map((name) => [`ns/${name}`, '6']));
+    informer.stop();
+  });
+
+  it('a relist cut short by an error lists again from the first page: it never watches from a revision only part of the list showed', async () => {
+    const api = new FakeCollection();
+    for (const name of ['a', 'b', 'c', 'd']) api.put(name);
+    const events: Array<InformerEvent<Obj, unknown>> = [];
+    const informer = new Informer<Obj>(api.asKube(), { path: '/x', pageSize: 2 }, record(events));
+    await informer.start();
+    // While the watch is down and history is compacted, 'd' drifts; the relist's second page fails once.
+    let failed = false;
+    api.onPage = (page) => {
+      if (page === 1 && !failed) {
+        failed = true;
+        throw new Error('connection reset');
+      }
+    };
+    api.putUnseen('d', { drifted: true });
+    for (let i = 0; i < 300 && !events.some((e) => e.key === 'ns/d' && (e.object?.spec as { drifted?: boolean })?.drifted); i++) await tick(10);
+    expect(failed).toBe(true);
+    expect(events.some((e) => e.key === 'ns/d' && (e.object?.spec as { drifted?: boolean })?.drifted)).toBe(true);
     informer.stop();
   });
 
