@@ -43,6 +43,7 @@ const touchIn = (value: Journal[string]): Touch | undefined => (value && 'touch'
 /** Bytes of an encoded Secret's data: what counts against its 1 MiB. */
 const encodedBytes = (data: Record<string, string>) => Object.values(data).reduce((n, v) => n + v.length, 0);
 
+const gzipJson = (value: unknown): string => gzipSync(JSON.stringify(value)).toString('base64');
 const gunzipJson = (raw: string): unknown => JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8'));
 
 /**
@@ -273,7 +274,6 @@ export class SecretStore implements CanonicalStore {
       if (touch) touches[key] = touch;
       else whole[key] = value as CanonicalEntry | null;
     }
-    const gzipJson = (value: unknown) => gzipSync(JSON.stringify(value)).toString('base64');
     return { [ENTRIES_KEY]: gzipJson(whole), ...(Object.keys(touches).length ? { [TOUCHES_KEY]: gzipJson(touches) } : {}) };
   }
 
