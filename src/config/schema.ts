@@ -50,7 +50,24 @@ const resourceRuleFields = z.strictObject({
   labelSelector: labelSelector.optional(),
   annotationSelector: annotationSelector.optional(),
   mode: z.enum(modes).default('enforce'),
-  guardedPaths: z.array(jsonPointer).min(1).default(['/spec']),
+  /**
+   * What the source of truth owns: compared with the canonical copy, stamped, restored behind
+   * admission. Default: /spec, and with `normalizer: argocd-application` every door of an
+   * Application (see ARGOCD_APPLICATION_DOORS).
+   */
+  guardedPaths: z.array(jsonPointer).min(1).optional(),
+  /**
+   * What the consumer (trust.normalizedWriters: Argo CD's application-controller) may change
+   * besides the source of truth, and nobody else: each is one of guardedPaths (the consumer
+   * consumes or edits it: /operation, /metadata/finalizers) or overlaps none of them (guarded
+   * at admission only, no canonical copy: /status).
+   */
+  consumerPaths: z.array(jsonPointer).optional(),
+  /**
+   * Of guardedPaths, those the consumer removes once it acted on them (/operation): a removal
+   * is never undone behind admission, since restoring it would act again.
+   */
+  consumedPaths: z.array(jsonPointer).optional(),
   ignore: z.array(jsonPointer).default([]),
   normalizer: z.enum(normalizerNames).optional(),
   creates: z.enum(['deny', 'allow']).default('deny'),
@@ -67,10 +84,42 @@ const resourceRuleFields = z.strictObject({
     .default({ changes: 'revert', deletes: 'keep-deleted' }),
 });
 
+/**
+ * The doors of an Argo CD Application (docs/decisions.md, "What each writer owns"): the
+ * source of truth owns the spec, the operation it asks for, the finalizers (does a delete
+ * cascade?) and the annotation that stops reconciliation; the application-controller owns
+ * status, consumes the operation and removes finalizers when it has cascaded.
+ */
+export const ARGOCD_APPLICATION_DOORS = {
+  guardedPaths: ['/spec', '/operation', '/metadata/finalizers', '/metadata/annotations/argocd.argoproj.io~1skip-reconcile'],
+  consumerPaths: ['/operation', '/metadata/finalizers', '/status'],
+  consumedPaths: ['/operation'],
+};
+
+const overlapping = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+
+/** The doors a rule states, or its normalizer's profile, or /spec alone. */
+function doors(rule: z.infer<typeof resourceRuleFields>, ctx: z.RefinementCtx) {
+  const profile = rule.normalizer === 'argocd-application' && !rule.guardedPaths ? ARGOCD_APPLICATION_DOORS : undefined;
+  const guardedPaths = rule.guardedPaths ?? profile?.guardedPaths ?? ['/spec'];
+  const consumerPaths = rule.consumerPaths ?? (rule.guardedPaths ? [] : (profile?.consumerPaths ?? []));
+  const consumedPaths = rule.consumedPaths ?? (rule.guardedPaths ? [] : (profile?.consumedPaths ?? []));
+  consumerPaths.forEach((p, i) => {
+    if (guardedPaths.includes(p) || !guardedPaths.some((g) => overlapping(g, p))) return;
+    ctx.addIssue({ code: 'custom', path: ['consumerPaths', i], message: `must be one of guardedPaths or overlap none of them (${p} overlaps ${guardedPaths.find((g) => overlapping(g, p))})` });
+  });
+  consumedPaths.forEach((p, i) => {
+    if (guardedPaths.includes(p) && consumerPaths.includes(p)) return;
+    ctx.addIssue({ code: 'custom', path: ['consumedPaths', i], message: `must be one of guardedPaths and of consumerPaths (${p})` });
+  });
+  return { guardedPaths, consumerPaths, consumedPaths };
+}
+
 /** Argo CD's API version is known; any other group's must be stated, never guessed. */
 const resourceRule = resourceRuleFields.transform((rule, ctx) => {
-  if (rule.version) return { ...rule, version: rule.version };
-  if (rule.group === 'argoproj.io') return { ...rule, version: 'v1alpha1' };
+  const owned = doors(rule, ctx);
+  if (rule.version) return { ...rule, ...owned, version: rule.version };
+  if (rule.group === 'argoproj.io') return { ...rule, ...owned, version: 'v1alpha1' };
   ctx.addIssue({
     code: 'custom',
     path: ['version'],

@@ -11,6 +11,8 @@ import type { AdmissionRequest, KubeObject } from '../kube/types.js';
 import type { Decision, Webhook } from './decision.js';
 import { stampPatch } from './stamp-patch.js';
 import { selectable, selectionRestoreOps, type NamespaceLabels } from './selection.js';
+import { consumerDoorDenial, createDenial, deleteDenial, namespaceDenial, ownedDenial } from './messages.js';
+import { within } from './ownership.js';
 
 export interface DecisionContext {
   policy: Policy;
@@ -161,27 +163,48 @@ function selectionChanged(req: AdmissionRequest, ctx: DecisionContext): boolean 
   return before !== after;
 }
 
+/** The doors (owned pointers) that hold a changed pointer: what a message says is owned. */
+function ownedDoors(rule: Rule, changed: string[]): string {
+  const doors = rule.ownership.doors.filter((d) => d.canonical && changed.some((p) => within(p, d.pointer))).map((d) => d.pointer);
+  return (doors.length ? doors : rule.view.pointers).join(', ');
+}
+
+/**
+ * What an untrusted write changes of what it may not: the guarded pointers that differ from
+ * the canonical value (for the consumer, those outside its own doors), the consumer's own doors
+ * (for anyone else), the stamp and the selection.
+ */
+function changedByWrite(req: AdmissionRequest, rule: Rule, canonical: Canonical, ctx: DecisionContext): { changed: string[]; consumerDoors: string[] } {
+  const object = req.object!;
+  const old = req.oldObject!;
+  const { ownership } = rule;
+  // A known hash answers "unchanged" without a walk; otherwise the walk is the comparison.
+  const sameHash = canonical.hash !== undefined && rule.view.of(object).hash === canonical.hash;
+  const guarded = sameHash ? [] : rule.view.changedPointers(canonical.values(), object);
+  const consumer = ownership.isConsumer(req.userInfo);
+  const changed = consumer ? guarded.filter((p) => !ownership.consumerMay(p)) : guarded;
+  const consumerDoors = consumer ? [] : ownership.changedConsumerDoors(old, object);
+  if (stampOf(object) !== stampOf(old)) changed.push(STAMP_POINTER);
+  if (selectionChanged(req, ctx)) changed.push(SELECTION_POINTER);
+  return { changed, consumerDoors };
+}
+
 function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: string, ctx: DecisionContext): Decision {
   const object = req.object!;
   const old = req.oldObject!;
   const canonical = resolveCanonical(rule, key, old, ctx);
-  const stampChanged = stampOf(object) !== stampOf(old);
-  const moved = selectionChanged(req, ctx);
-  // A known hash answers "unchanged" without a walk; otherwise the walk is the comparison.
-  const sameHash = canonical.hash !== undefined && rule.view.of(object).hash === canonical.hash;
-  const changed = sameHash ? [] : rule.view.changedPointers(canonical.values(), object);
-  if (stampChanged) changed.push(STAMP_POINTER);
-  if (moved) changed.push(SELECTION_POINTER);
-  if (changed.length === 0) return { kind: 'allow', reason: 'unchanged' };
+  const { changed, consumerDoors } = changedByWrite(req, rule, canonical, ctx);
+  if (changed.length === 0 && consumerDoors.length === 0) return { kind: 'allow', reason: 'unchanged' };
   const what = describe(req, object);
   const unknownNote = canonical.known ? '' : ' (no canonical value is known yet; compared with the stored object)';
-  const sourceOfTruth = `${rule.view.pointers.join(', ')} of ${what} is owned by the source of truth`;
+  const all = [...changed, ...consumerDoors];
+  const sourceOfTruth = `${ownedDoors(rule, all)} of ${what} is owned by the source of truth`;
 
   if (rule.mode === 'warn') {
     return {
       kind: 'allow',
       reason: 'warned',
-      warnings: [`spec-guard: ${sourceOfTruth}; changed ${listPointers(changed)} will not stick${unknownNote}`],
+      warnings: [`spec-guard: ${sourceOfTruth}; changed ${listPointers(all)} will not stick${unknownNote}`],
     };
   }
   // rewrite patches on /mutate; /validate then denies whatever still differs.
@@ -191,19 +214,27 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
       reason: 'rewritten',
       patch: [
         ...rule.view.restoreOps(canonical.values(), object),
-        ...(stampChanged ? stampPatch(object, stampOf(old)) : []),
-        ...(moved ? selectionRestoreOps(ctx.policy.selectionKeys(req.resource.group, req.resource.resource), old.metadata ?? {}, object.metadata ?? {}) : []),
+        ...consumerDoorRestoreOps(rule, consumerDoors, old, object),
+        ...(changed.includes(STAMP_POINTER) ? stampPatch(object, stampOf(old)) : []),
+        ...(changed.includes(SELECTION_POINTER) ? selectionRestoreOps(ctx.policy.selectionKeys(req.resource.group, req.resource.resource), old.metadata ?? {}, object.metadata ?? {}) : []),
       ],
-      warnings: [`spec-guard: ${sourceOfTruth}; your change to ${listPointers(changed)} was undone${unknownNote}`],
+      warnings: [`spec-guard: ${sourceOfTruth}; your change to ${listPointers(all)} was undone${unknownNote}`],
     };
   }
-  return {
-    kind: 'deny',
-    changed,
-    message:
-      `spec-guard: ${sourceOfTruth}; this write changes ${listPointers(changed)}${unknownNote}. ` +
-      'Make the change on the source-of-truth cluster; it is synced here.',
-  };
+  const message = changed.length
+    ? ownedDenial(ownedDoors(rule, changed), what, listPointers(changed), unknownNote)
+    : consumerDoorDenial(consumerDoors.join(', '), what, rule.ownership.consumers.join(', '));
+  return { kind: 'deny', changed: all, message };
+}
+
+/** Patch operations that put the consumer's doors back as they were in `old` (rewrite mode). */
+function consumerDoorRestoreOps(rule: Rule, pointers: string[], old: KubeObject, object: KubeObject): PatchOp[] {
+  return rule.ownership.doors
+    .filter((d) => pointers.includes(d.pointer) && hasParent(object, d.tokens))
+    .map((d): PatchOp => {
+      const before = getAt(old, d.tokens);
+      return before === undefined ? { op: 'remove', path: d.pointer } : { op: 'add', path: d.pointer, value: before };
+    });
 }
 
 /**
@@ -230,13 +261,9 @@ function decideNamespace(req: AdmissionRequest, ctx: DecisionContext): Decision 
   const name = req.name || req.object?.metadata?.name || '';
   const leaves = ctx.policy.namespaceLeaves(name, req.oldObject?.metadata?.labels, req.object?.metadata?.labels);
   if (leaves.length === 0) return { kind: 'allow', reason: 'unguarded' };
-  const what = `namespace ${name} out of the namespaces whose ${leaves.map((r) => r.config.resource).join(', ')} spec-guard guards (resources[${leaves.map((r) => r.index).join('], resources[')}])`;
-  if (leaves.every((r) => r.mode === 'warn')) return { kind: 'allow', reason: 'warned', warnings: [`spec-guard: this write takes ${what}`] };
-  return {
-    kind: 'deny',
-    changed: ['/metadata/labels'],
-    message: `spec-guard: this write takes ${what}, by its labels. Only the source of truth's identity may; to stop guarding an agent, change spec-guard's configuration.`,
-  };
+  const what = `whose ${leaves.map((r) => r.config.resource).join(', ')} spec-guard guards (resources[${leaves.map((r) => r.index).join('], resources[')}])`;
+  if (leaves.every((r) => r.mode === 'warn')) return { kind: 'allow', reason: 'warned', warnings: [`spec-guard: this write takes namespace ${name} out of the namespaces ${what}`] };
+  return { kind: 'deny', changed: ['/metadata/labels'], message: namespaceDenial(name, what) };
 }
 
 function decideGuarded(req: AdmissionRequest, webhook: Webhook, ctx: DecisionContext): Decision {
@@ -255,18 +282,10 @@ function decideGuarded(req: AdmissionRequest, webhook: Webhook, ctx: DecisionCon
   switch (req.operation) {
     case 'CREATE':
       if (rule.config.creates === 'allow') return { kind: 'allow', reason: 'rule-allows' };
-      return {
-        kind: 'deny',
-        changed: [],
-        message: `spec-guard: creating ${what} is reserved for the source of truth; create it on the source-of-truth cluster and it is synced here.`,
-      };
+      return { kind: 'deny', changed: [], message: createDenial(what) };
     case 'DELETE':
       if (rule.config.deletes === 'allow') return { kind: 'allow', reason: 'rule-allows' };
-      return {
-        kind: 'deny',
-        changed: [],
-        message: `spec-guard: deleting ${what} is reserved for the source of truth; delete it on the source-of-truth cluster and it is removed here.`,
-      };
+      return { kind: 'deny', changed: [], message: deleteDenial(what) };
     case 'UPDATE':
       if (!object || !old) return { kind: 'allow', reason: 'unguarded' };
       return decideUpdate(req, webhook, rule, key, ctx);

@@ -9,6 +9,8 @@ export { isFresh, CREATION_SKEW_MS } from './freshness.js';
 export { attributeChange, attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from './attribution.js';
 export { entryValues, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './canonical-entry.js';
 export { Policy, type Rule, type UserInfo } from './policy.js';
+export { compileOwnership, within, type Door, type Ownership } from './ownership.js';
+export * as messages from './messages.js';
 export { compileSelection, namePatternRegex, selectionRestoreOps, type NamespaceLabels, type Selectable, type Selection, type SelectionKeys } from './selection.js';
 export { objectKey, parseObjectKey, resourceName } from './object-key.js';
 export { planRepair, SELECTION, type RepairInput, type RepairPlan, type Report, type Unattributed } from './repair.js';

@@ -99,7 +99,8 @@ export function observe(
 
 /** What the watcher does with a change that carries no fresh stamp, once attributed. */
 export type ChangePlan =
-  | { action: 'learn'; entry: CanonicalEntry; attribution: Attribution }
+  /** `consumed`: the consumer removed what it acted on (an operation it ran). */
+  | { action: 'learn'; entry: CanonicalEntry; attribution: Attribution; consumed?: boolean }
   | { action: 'revert'; entry: CanonicalEntry; attribution: Attribution }
   | { action: 'leave'; attribution: Attribution };
 
@@ -121,11 +122,14 @@ export function resolve(
   // In warn mode untrusted writers are admitted: the guard layer vouches for nothing.
   const effective = rule.mode === 'warn' ? { ...layers, guard: { intact: false } } : layers;
   const attribution = attributeChange(effective, obs.entry, object, rule.config.creates === 'allow');
-  const learn = (): ChangePlan => {
+  const learn = (consumed?: boolean): ChangePlan => {
     const seq = nextSeq(now, obs.previous?.seq);
-    return { action: 'learn', entry: entryFrom(object, rule, obs.viewHash, stamper.stamp(obs.viewHash, key, seq), seq, obs.previous), attribution };
+    return { action: 'learn', entry: entryFrom(object, rule, obs.viewHash, stamper.stamp(obs.viewHash, key, seq), seq, obs.previous), attribution, consumed };
   };
   if (attribution === 'trusted') return learn();
+  // The consumer's removal of what it acted on (an operation it ran) is never undone, whoever
+  // made it: restoring it would act again (docs/decisions.md, "What each writer owns").
+  if (obs.previous && obs.changed.length && obs.changed.every((p) => rule.ownership.consumedAway(p, object))) return learn(true);
   if (attribution === 'unattributed' && rule.config.blindWindow.changes === 'accept') return learn();
   return obs.previous ? { action: 'revert', entry: obs.previous, attribution } : { action: 'leave', attribution };
 }

@@ -4,6 +4,7 @@ import { GuardedView } from './guarded-view.js';
 import { normalizers } from './normalizers.js';
 import { compileSelection, type NamespaceLabels, type Selectable, type Selection, type SelectionKeys } from './selection.js';
 import type { CanonicalEntry } from './canonical-entry.js';
+import { compileOwnership, type Ownership } from './ownership.js';
 import type { KubeObject } from '../kube/types.js';
 
 export interface UserInfo {
@@ -18,6 +19,8 @@ export interface Rule {
   mode: Mode;
   view: GuardedView;
   selection: Selection;
+  /** Who may change which door (the source of truth, the consumer, nobody else). */
+  ownership: Ownership;
 }
 
 /** The compiled configuration: who is trusted, which objects are guarded and how. */
@@ -43,6 +46,7 @@ export class Policy {
       mode: rc.mode,
       view: new GuardedView(rc.guardedPaths, rc.ignore, rc.normalizer ? normalizers[rc.normalizer] : undefined),
       selection: compileSelection(rc),
+      ownership: compileOwnership(rc, config.trust.normalizedWriters),
     }));
     for (const rule of this.rules) {
       const key = `${rule.config.group}/${rule.config.resource}`;

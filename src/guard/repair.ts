@@ -135,7 +135,8 @@ function planVersion(input: RepairInput): RepairPlan {
       if (!leader) return { kind: 'none' };
       if (!input.layers) return { kind: 'verify-layers', staleOk: rule.config.blindWindow.changes === 'revert' && obs.previous !== undefined };
       const plan = resolve(obs, object, rule, key, input.layers, stamper, input.now);
-      const report = plan.attribution === 'unattributed' ? unattributed(obs.changed, plan.action) : undefined;
+      const consumed = plan.action === 'learn' && plan.consumed;
+      const report = plan.attribution === 'unattributed' && !consumed ? unattributed(obs.changed, plan.action) : undefined;
       const planned: RepairPlan =
         plan.action === 'leave'
           ? { kind: 'none', why: 'no canonical value known; leaving the object alone' }

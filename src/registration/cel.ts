@@ -6,6 +6,17 @@ import { namePatternRegex, STAMP_ANNOTATION, type Rule } from '../guard/index.js
 export const celString = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 export const celList = (items: string[]) => `[${items.map(celString).join(', ')}]`;
 
+/**
+ * CEL that builds one of guard/messages.ts's denials, its arguments being CEL expressions:
+ * the message function is called with markers, and the text between them becomes literals.
+ */
+export function celMessage<A extends string[]>(message: (...args: A) => string, ...args: { [K in keyof A]: string }): string {
+  const marked = message(...(args.map((_, i) => `\u0000${i}\u0000`) as A));
+  const parts = marked.split(/\u0000(\d+)\u0000/);
+  const pieces = parts.map((part, i) => (i % 2 === 0 ? (part ? celString(part) : '') : `(${args[Number(part)]})`));
+  return pieces.filter(Boolean).join(' + ');
+}
+
 /** CEL for the value at `tokens` below `root`, null when absent (or when `root` is null). */
 export function celValueAt(root: string, tokens: string[]): string {
   const checks = [`${root} != null`];

@@ -1,6 +1,6 @@
 import type { Policy, Rule, IgnoreTree } from '../guard/index.js';
-import { buildIgnoreTree, parsePointer } from '../guard/index.js';
-import { celList, celString, celStamp, celValueAt, identityExpression, membership, namespaceLeavesExpression, namespaceUpdateRule, type CelScope } from './cel.js';
+import { messages, parsePointer } from '../guard/index.js';
+import { celList, celMessage, celString, celStamp, celValueAt, identityExpression, membership, namespaceLeavesExpression, namespaceUpdateRule, type CelScope } from './cel.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 
 /**
@@ -72,12 +72,43 @@ function changedMembers(pointer: string, a: string, b: string, ignore: IgnoreTre
 }
 
 const objectName = `request.kind.kind + ' ' + (request.namespace != '' ? request.namespace + '/' : '') + request.name`;
-const WHERE = "Make the change on the source-of-truth cluster; it is synced here. (spec-guard admission policy)";
+/** A denial of the policy's: guard/messages.ts's words, and which layer said them. */
+const policyMessage = (cel: string) => `${cel} + ' (spec-guard admission policy)'`;
+
+/** CEL: is the writer the consumer (trust.normalizedWriters)? */
+export const consumerExpression = (consumers: string[]) => `request.userInfo.username in ${celList(consumers)}`;
+
+/** One validation per door of a rule: who may change it, and the words when someone else does. */
+function doorValidations(rule: Rule, on: string) {
+  const { consumers } = rule.ownership;
+  const isConsumer = consumers.length ? `${consumerExpression(consumers)} || ` : '';
+  return rule.ownership.doors.map((door) => {
+    const now = celValueAt('object', door.tokens);
+    const before = celValueAt('oldObject', door.tokens);
+    const equal = equalExcept(now, before, door.ignore);
+    if (!door.canonical) {
+      return {
+        expression: `!(${on}) || ${isConsumer}${equal}`,
+        messageExpression: policyMessage(celMessage(messages.consumerDoorDenial, celString(door.pointer), objectName, celString(consumers.join(', ')))),
+        reason: 'Forbidden',
+      };
+    }
+    // The consumer's own doors are its to change; writes that are equal only after
+    // normalization (Argo CD's controller on /spec) are left to the webhook.
+    const exempt = door.consumer || rule.config.normalizer ? isConsumer : '';
+    // The message names what changed, one level below the door.
+    const changed = changedMembers(door.pointer, now, before, door.ignore);
+    return {
+      expression: `!(${on}) || ${exempt}${equal}`,
+      messageExpression: policyMessage(celMessage(messages.ownedDenial, celString(door.pointer), objectName, changed, "''")),
+      reason: 'Forbidden',
+    };
+  });
+}
 
 export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string[]) {
   const covered = policy.rules.filter(policyCovers);
   const trusted = identityExpression([...policy.config.trust.users, ...(policy.selfUser ? [policy.selfUser] : [])], policy.config.trust.groups);
-  const normalized = policy.config.trust.normalizedWriters;
   const variables: Array<{ name: string; expression: string }> = [];
   const validations: Array<{ expression: string; messageExpression: string; reason: string }> = [];
 
@@ -88,44 +119,22 @@ export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string
     const variable = (r: Rule, root: string) => `variables.${root === 'object' ? 'new' : 'old'}${r.index}`;
     variables.push({ name: `governs${i}`, expression: governsExpression(policy, rule, variable) });
     const on = (operation: string) => `request.operation == '${operation}' && variables.governs${i}`;
-    const pointers = rule.view.pointers;
 
     if (rule.config.creates === 'deny') {
-      validations.push({
-        expression: `!(${on('CREATE')})`,
-        messageExpression: `'spec-guard: creating ' + ${objectName} + ' is reserved for the source of truth; create it on the source-of-truth cluster and it is synced here.'`,
-        reason: 'Forbidden',
-      });
+      validations.push({ expression: `!(${on('CREATE')})`, messageExpression: policyMessage(celMessage(messages.createDenial, objectName)), reason: 'Forbidden' });
     }
     if (rule.config.deletes === 'deny') {
-      validations.push({
-        expression: `!(${on('DELETE')})`,
-        messageExpression: `'spec-guard: deleting ' + ${objectName} + ' is reserved for the source of truth; delete it on the source-of-truth cluster and it is removed here.'`,
-        reason: 'Forbidden',
-      });
+      validations.push({ expression: `!(${on('DELETE')})`, messageExpression: policyMessage(celMessage(messages.deleteDenial, objectName)), reason: 'Forbidden' });
     }
-    const compared = pointers.map((pointer) => {
-      const tokens = parsePointer(pointer);
-      return { pointer, now: celValueAt('object', tokens), before: celValueAt('oldObject', tokens), ignore: buildIgnoreTree(tokens, rule.config.ignore) };
-    });
-    const equal = compared.map((c) => equalExcept(c.now, c.before, c.ignore));
-    // The message names what changed, one level below each guarded pointer.
-    const changed = compared.map((c, n) => `(${equal[n]} ? [] : [${changedMembers(c.pointer, c.now, c.before, c.ignore)}])`).join(' + ');
-    // Writers whose changes are equal only after normalization (Argo CD's controller) are left to the webhook.
-    const exempt = rule.config.normalizer && normalized.length ? `request.userInfo.username in ${celList(normalized)} || ` : '';
-    validations.push({
-      expression: `!(${on('UPDATE')}) || ${exempt}(${equal.join(' && ')})`,
-      messageExpression: `'spec-guard: ${pointers.join(', ')} of ' + ${objectName} + ' is owned by the source of truth; this write changes ' + (${changed}).join(', ') + '. ${WHERE}'`,
-      reason: 'Forbidden',
-    });
+    validations.push(...doorValidations(rule, on('UPDATE')));
     validations.push({
       expression: `!(${on('UPDATE')}) || ${celStamp('object')} == ${celStamp('oldObject')}`,
-      messageExpression: `'spec-guard: the stamp annotation of ' + ${objectName} + ' is written by spec-guard only. ${WHERE}'`,
+      messageExpression: policyMessage(celMessage(messages.stampDenial, objectName)),
       reason: 'Forbidden',
     });
     validations.push({
       expression: `!(${on('UPDATE')}) || variables.old${i} == variables.new${i}`,
-      messageExpression: `'spec-guard: this write moves ' + ${objectName} + ' into or out of a guarded selection (its labels or annotations). ${WHERE}'`,
+      messageExpression: policyMessage(celMessage(messages.selectionDenial, objectName)),
       reason: 'Forbidden',
     });
   }
@@ -135,7 +144,7 @@ export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string
   if (leaves) {
     validations.push({
       expression: `!(${leaves})`,
-      messageExpression: `'spec-guard: this write takes namespace ' + request.name + ' out of the namespaces spec-guard guards, by its labels. Only the source of truth\\'s identity may; to stop guarding an agent, change spec-guard\\'s configuration. (spec-guard admission policy)'`,
+      messageExpression: policyMessage(celMessage(messages.namespaceDenial, 'request.name', "'spec-guard guards'")),
       reason: 'Forbidden',
     });
   }

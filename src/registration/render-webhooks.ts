@@ -1,7 +1,7 @@
 import type { Policy } from '../guard/index.js';
 import { parsePointer } from '../guard/index.js';
-import { celList, celStamp, celValueAt, identityExpression, isNamespaceUpdate, membership, namespaceLeavesExpression, namespaceUpdateRule, selectsByMetadata } from './cel.js';
-import { policyCovers, policyDecidesExpression } from './render-policy.js';
+import { celStamp, celValueAt, identityExpression, isNamespaceUpdate, membership, namespaceLeavesExpression, namespaceUpdateRule, selectsByMetadata } from './cel.js';
+import { consumerExpression, policyCovers, policyDecidesExpression } from './render-policy.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 
 /** Where the apiserver reaches spec-guard: a URL base, or an in-cluster Service. */
@@ -17,20 +17,29 @@ export interface RenderOptions {
   excludedNamespaces: string[];
 }
 
+/** CEL: does any of these pointers differ between object and oldObject? */
+const anyChanged = (pointers: string[]) => [...new Set(pointers)].map(parsePointer).map((tokens) => `${celValueAt('object', tokens)} != ${celValueAt('oldObject', tokens)}`);
+
 /**
- * CEL that is true unless an UPDATE leaves every guarded path, the stamp and the object's
- * membership of every selective rule as they were: only such writes need the webhook.
+ * CEL that is true unless an UPDATE leaves every door the writer may not change (for the
+ * consumer: the guarded paths outside its own doors; for anyone else: every door), the stamp
+ * and the object's membership of every selective rule as they were: only such writes need the
+ * webhook. The consumer's status and operation writes therefore never reach it.
  */
 export function guardedChangeExpression(policy: Policy): string {
-  const pointers = [...new Set(policy.rules.flatMap((r) => r.config.guardedPaths))].map(parsePointer);
-  const changes = pointers.map((tokens) => `${celValueAt('object', tokens)} != ${celValueAt('oldObject', tokens)}`);
-  changes.push(`${celStamp('object')} != ${celStamp('oldObject')}`);
+  const doors = policy.rules.flatMap((r) => r.ownership.doors);
+  const common = [`${celStamp('object')} != ${celStamp('oldObject')}`];
   for (const rule of policy.rules) {
-    if (selectsByMetadata(rule)) changes.push(`(${membership(rule, 'object', 'webhook')}) != (${membership(rule, 'oldObject', 'webhook')})`);
+    if (selectsByMetadata(rule)) common.push(`(${membership(rule, 'object', 'webhook')}) != (${membership(rule, 'oldObject', 'webhook')})`);
   }
+  const others = [...anyChanged(doors.map((d) => d.pointer)), ...common].join(' || ');
+  const consumers = policy.config.trust.normalizedWriters;
+  const changes = consumers.length
+    ? `(${consumerExpression(consumers)} ? (${[...anyChanged(doors.filter((d) => d.canonical && !d.consumer).map((d) => d.pointer)), ...common].join(' || ')}) : (${others}))`
+    : others;
   const leaves = namespaceLeavesExpression(policy.rules);
-  const guarded = `!(${isNamespaceUpdate}) && (request.operation != 'UPDATE' || ${changes.join(' || ')})`;
-  return leaves ? `(${leaves}) || (${guarded})` : `request.operation != 'UPDATE' || ${changes.join(' || ')}`;
+  const guarded = `!(${isNamespaceUpdate}) && (request.operation != 'UPDATE' || ${changes})`;
+  return leaves ? `(${leaves}) || (${guarded})` : `request.operation != 'UPDATE' || ${changes}`;
 }
 
 function clientConfig(endpoint: WebhookEndpoint, path: string, caBundle: string): Record<string, unknown> {
@@ -77,7 +86,7 @@ export function renderWebhookConfigurations(policy: Policy, options: RenderOptio
   // webhook is the fail-closed layer, so their check fails closed (they only normalize, and
   // retry; the source of truth is never among them).
   const normalized = policy.config.trust.normalizedWriters;
-  const isNormalized = { name: 'normalized-writer', expression: `request.userInfo.username in ${celList(normalized)}` };
+  const isNormalized = { name: 'normalized-writer', expression: consumerExpression(normalized) };
   const notNormalized = { name: 'not-normalized-writer', expression: `!(${isNormalized.expression})` };
   const splitNormalized = guardFailurePolicy === 'Ignore' && normalized.length > 0;
   // What layer 0 decides alone skips the mutating webhook, so that a denial costs no hop. The

@@ -25,6 +25,8 @@ describe('configuration', () => {
       version: 'v1alpha1',
       mode: 'enforce',
       guardedPaths: ['/spec'],
+      consumerPaths: [],
+      consumedPaths: [],
       ignore: [],
       creates: 'deny',
       deletes: 'deny',

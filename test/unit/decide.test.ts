@@ -139,14 +139,12 @@ describe('what stays writable', () => {
     expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
   });
 
-  it('admits label, other annotation, finalizer and .operation changes', () => {
+  it('admits label and other annotation changes (the side doors are refused: test/unit/side-doors.test.ts)', () => {
     const { t, request } = aliceUpdate();
     request.object!.spec = structuredClone(request.oldObject!.spec);
     const meta = request.object!.metadata!;
     meta.labels = { team: 'payments' };
     meta.annotations!.note = 'hello';
-    meta.finalizers = ['resources-finalizer.argocd.argoproj.io'];
-    request.object!.operation = { sync: { revision: 'HEAD' } };
     expect(decide(request, 'mutate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
   });
 });

@@ -70,12 +70,16 @@ describe('layer 0 rendering', () => {
     expect(guarded.messageExpression).toContain("'/spec/'");
   });
 
-  it('the application-controller is exempt from the spec comparison only, and only for rules with a normalizer', () => {
+  it('the application-controller is exempt from the door comparisons only (its own doors, and the spec it normalizes), and only for rules with a normalizer or consumer doors', () => {
     const withNormalizer = render(apps('enforce', '    normalizer: argocd-application\n'));
     const without = render(apps('enforce'));
     const controller = 'system:serviceaccount:argocd:argocd-application-controller';
-    const expressions = (o: any) => o.ValidatingAdmissionPolicy.spec.validations.map((v: any) => v.expression).join('\n');
-    expect(expressions(withNormalizer).split(controller)).toHaveLength(2);
-    expect(expressions(without)).not.toContain(controller);
+    const exempting = (o: any) => o.ValidatingAdmissionPolicy.spec.validations.filter((v: any) => v.expression.includes(controller)).map((v: any) => v.messageExpression);
+    // One validation per door, each naming its door: /spec, /operation, the finalizers, skip-reconcile, /status.
+    expect(exempting(withNormalizer)).toHaveLength(5);
+    for (const door of ['/spec', '/operation', '/metadata/finalizers', 'argocd.argoproj.io~1skip-reconcile', '/status']) {
+      expect(exempting(withNormalizer).filter((m: string) => m.includes(`'${door}'`) || m.includes(door))).not.toHaveLength(0);
+    }
+    expect(exempting(without)).toHaveLength(0);
   });
 });
