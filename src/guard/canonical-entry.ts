@@ -25,6 +25,8 @@ export interface CanonicalEntry {
   kind: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  /** The guarded view's id (its set of pointers) when learned; absent: written before doors were named. */
+  view?: string;
 }
 
 export const entryValues = (entry: CanonicalEntry): GuardedValues => parseJson(entry.valuesJson) as GuardedValues;

@@ -49,6 +49,8 @@ export function sha256(text: string): string {
  */
 export class GuardedView {
   private readonly paths: GuardedPath[];
+  /** Names the set of guarded pointers: an entry learned under another set predates a door (see observe's adoption). */
+  readonly id: string;
 
   constructor(
     guardedPaths: string[],
@@ -59,6 +61,7 @@ export class GuardedView {
       const tokens = parsePointer(pointer);
       return { pointer, tokens, ignore: buildIgnoreTree(tokens, ignorePointers) };
     });
+    this.id = sha256(JSON.stringify(guardedPaths)).slice(0, 12);
   }
 
   get pointers(): string[] {

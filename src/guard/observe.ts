@@ -6,6 +6,7 @@ import type { Rule } from './policy.js';
 import { nextSeq, STAMP_ANNOTATION, type Stamper } from './stamp.js';
 import { TooDeepError } from './canonical-json.js';
 import type { View } from './guarded-view.js';
+import { getAt, parsePointer, setAt } from './pointer.js';
 
 /** What the watcher makes of one observed version of a guarded object. */
 export type Observation =
@@ -54,7 +55,28 @@ function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: stri
     kind: object.kind ?? '',
     labels: shared(meta.labels, previous?.labels),
     annotations: shared(annotations, previous?.annotations),
+    view: rule.view.id,
   };
+}
+
+/**
+ * An entry learned under another set of guarded pointers (an upgrade that names new doors:
+ * /operation, the finalizers) knows nothing of the pointers new to the view. They are taken
+ * from the object as it stands, as a first observation would, instead of being compared with
+ * "absent": otherwise the first relist after the upgrade would strip every finalizer and
+ * operation as drift. Undefined when the entry is of this view.
+ */
+function adoptNewDoors(previous: CanonicalEntry, object: KubeObject, rule: Rule, key: string, stamper: Stamper): CanonicalEntry | undefined {
+  if (previous.view === rule.view.id) return undefined;
+  const values = entryValues(previous);
+  const canonical: Record<string, unknown> = {};
+  for (const pointer of rule.view.pointers) {
+    const value = Object.hasOwn(values, pointer) ? values[pointer] : getAt(object, parsePointer(pointer));
+    if (value !== undefined) setAt(canonical, parsePointer(pointer), value);
+  }
+  const viewHash = rule.view.of(canonical).hash;
+  const seq = previous.seq ?? 0;
+  return { ...previous, viewHash, valuesJson: JSON.stringify(rule.view.valuesOf(canonical)), stamp: stamper.stamp(viewHash, key, seq), seq, view: rule.view.id };
 }
 
 /**
@@ -86,6 +108,12 @@ export function observe(
   const claim = stamper.read(stamp, key);
   if (claim && claim.hash === view.hash && isFresh(claim, object, previous, tombstone)) {
     return { kind: 'learn', entry: entryFrom(object, rule, view.hash, stamp!, claim.seq, previous) };
+  }
+  const adopted = previous && adoptNewDoors(previous, object, rule, key, stamper);
+  if (adopted) {
+    // Learned anew (and stored) when the object holds it; otherwise compared with it below.
+    if (adopted.viewHash === view.hash) return { kind: 'learn', entry: { ...adopted, resourceVersion: meta.resourceVersion ?? '', uid: meta.uid ?? adopted.uid } };
+    previous = adopted;
   }
   if (previous && previous.viewHash === view.hash) {
     const rv = meta.resourceVersion ?? '';

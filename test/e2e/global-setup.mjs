@@ -8,6 +8,9 @@ export default async function globalSetup() {
   // Helm v4, built from the Go module proxy like the apiserver (the chart's tests).
   const buildHelm = fileURLToPath(new URL('../../scripts/build-helm.sh', import.meta.url));
   process.env.SPEC_GUARD_HELM ??= execFileSync('bash', [buildHelm], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  // Argo CD's application-controller v3.2.11, likewise (the side doors against the real consumer).
+  const buildArgoCd = fileURLToPath(new URL('../../scripts/build-argocd-controller.sh', import.meta.url));
+  process.env.SPEC_GUARD_ARGOCD_CONTROLLER ??= execFileSync('bash', [buildArgoCd], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const existing = process.env.SPEC_GUARD_E2E_KUBECONFIG;
   if (existing) {
     process.env.SPEC_GUARD_E2E_SELF_KUBECONFIG ??= existing;

@@ -22,7 +22,12 @@ export interface Daemon {
 
 /** Starts `spec-guard serve …` as a child process, collecting its logs. */
 export function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Daemon {
-  const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return startProcess(process.execPath, [cliPath, ...args], env);
+}
+
+/** Starts any program as a child process, collecting its logs (stdout and stderr). */
+export function startProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Daemon {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const waiters: Array<() => void> = [];
   const onData = (chunk: Buffer) => {

@@ -146,3 +146,30 @@ describe('the side doors behind admission', () => {
     expect(t.policy.rules[0]!.view.of(request.object).hash).not.toBe(withOperation);
   });
 });
+
+describe('upgrading from a spec-guard that guarded /spec alone', () => {
+  it('an entry learned before the doors were named adopts them from the object: nothing is stripped; a real spec drift is still found', () => {
+    const t = context();
+    const { request } = update('alice');
+    request.oldObject!.operation = { sync: { revision: 'v2' } };
+    stamp(t, request, request.oldObject!);
+    const key = keyOf(request);
+    const rule = t.policy.rules[0]!;
+    const learned = observe(request.oldObject!, rule, key, undefined, undefined, t.stamper);
+    if (learned.kind !== 'learn') throw new Error(`expected learn, got ${learned.kind}`);
+    // What the previous release stored: /spec only, no view id.
+    const { view: _view, ...legacy } = { ...learned.entry, valuesJson: JSON.stringify({ '/spec': request.oldObject!.spec }), viewHash: 'legacy' };
+    const object = structuredClone(request.oldObject!);
+    delete object.metadata!.annotations![STAMP_ANNOTATION];
+    const adopted = observe(object, rule, key, legacy, undefined, t.stamper);
+    expect(adopted.kind).toBe('learn');
+    if (adopted.kind === 'learn') {
+      expect(adopted.entry.view).toBe(rule.view.id);
+      expect(JSON.parse(adopted.entry.valuesJson)).toMatchObject({ '/operation': { sync: { revision: 'v2' } }, '/metadata/finalizers': ['resources-finalizer.argocd.argoproj.io'] });
+      expect(t.stamper.verify(adopted.entry.stamp, key)).toBe(adopted.entry.viewHash);
+    }
+    (object.spec as Record<string, any>).source.targetRevision = 'evil';
+    const drifted = observe(object, rule, key, legacy, undefined, t.stamper);
+    expect(drifted).toMatchObject({ kind: 'changed', changed: ['/spec/source/targetRevision'] });
+  });
+});
