@@ -267,8 +267,9 @@ function decideNamespace(req: AdmissionRequest, ctx: DecisionContext): Decision 
 }
 
 function decideGuarded(req: AdmissionRequest, webhook: Webhook, ctx: DecisionContext): Decision {
-  if (req.subResource) return { kind: 'allow', reason: 'subresource' };
+  // A namespace's status and finalize subresources keep label changes: judged like the namespace.
   if (req.resource.group === '' && req.resource.resource === 'namespaces' && ctx.policy.readsNamespaceLabels) return decideNamespace(req, ctx);
+  if (req.subResource) return { kind: 'allow', reason: 'subresource' };
   const object = req.object ?? undefined;
   const old = req.oldObject ?? undefined;
   const rule = ctx.policy.match(req.resource.group, req.resource.resource, req.namespace, [selectable(object), selectable(old)], ctx.namespaceLabels);

@@ -9,6 +9,23 @@ interface GuardedPath {
   ignore: IgnoreTree | undefined;
 }
 
+/** Where an object's finalizers are, when a rule guards them. */
+export const FINALIZERS_POINTER = '/metadata/finalizers';
+
+/**
+ * Finalizers that belong to Kubernetes' garbage collector, whoever guards the rest: it adds
+ * and removes them around a Foreground or Orphan delete, and an object holding one can only
+ * be deleted once the collector removed it.
+ */
+export const KUBERNETES_FINALIZERS = ['foregroundDeletion', 'orphan'];
+
+/** The finalizers a guard compares: the collector's left out, none as absent (as the apiserver stores them). */
+function ownedFinalizers(value: unknown): unknown {
+  if (!Array.isArray(value)) return value;
+  const owned = value.filter((f) => !KUBERNETES_FINALIZERS.includes(f as string));
+  return owned.length ? owned : undefined;
+}
+
 /** The guarded values of an object, by pointer (absent paths are left out). */
 export type GuardedValues = Record<string, unknown>;
 
@@ -69,8 +86,12 @@ export class GuardedView {
   }
 
   private normalized(path: GuardedPath, object: unknown): unknown {
-    const value = getAt(object, path.tokens);
-    return this.normalizer ? this.normalizer(path.pointer, value) : value;
+    return this.normalize(path.pointer, getAt(object, path.tokens));
+  }
+
+  private normalize(pointer: string, value: unknown): unknown {
+    const owned = pointer === FINALIZERS_POINTER ? ownedFinalizers(value) : value;
+    return this.normalizer ? this.normalizer(pointer, owned) : owned;
   }
 
   /** Serializes and hashes the view of `object` (one pass, one hash). */
@@ -98,7 +119,7 @@ export class GuardedView {
   changedPointers(before: GuardedValues, after: unknown): string[] {
     const changed: string[] = [];
     for (const path of this.paths) {
-      const old = this.normalizer ? this.normalizer(path.pointer, before[path.pointer]) : before[path.pointer];
+      const old = this.normalize(path.pointer, before[path.pointer]);
       diff(old, this.normalized(path, after), path.ignore, [...path.tokens], changed);
     }
     return changed;

@@ -101,5 +101,8 @@ export function namespaceLeavesExpression(rules: Rule[]): string | undefined {
   return `${isNamespaceUpdate} && (${selecting.map((r) => `(${selected(r, 'oldObject')} && !${selected(r, 'object')})`).join(' || ')})`;
 }
 
-/** The admission rule for namespace UPDATEs, where a rule selects namespaces by label. */
-export const namespaceUpdateRule = { apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'], operations: ['UPDATE'], scope: 'Cluster' };
+/**
+ * The admission rule for namespace UPDATEs, where a rule selects namespaces by label: the
+ * status and finalize subresources keep metadata changes too, labels included.
+ */
+export const namespaceUpdateRule = { apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces', 'namespaces/status', 'namespaces/finalize'], operations: ['UPDATE'], scope: 'Cluster' };

@@ -1,5 +1,5 @@
 import type { Policy, Rule, IgnoreTree } from '../guard/index.js';
-import { messages, parsePointer } from '../guard/index.js';
+import { FINALIZERS_POINTER, KUBERNETES_FINALIZERS, messages, parsePointer } from '../guard/index.js';
 import { celList, celMessage, celString, celStamp, celValueAt, identityExpression, membership, namespaceLeavesExpression, namespaceUpdateRule, type CelScope } from './cel.js';
 import { ADMISSION_OBJECT_NAME, MANAGED_BY_LABEL, namespaceSelector, resourceRules } from './shared.js';
 
@@ -78,13 +78,20 @@ const policyMessage = (cel: string) => `${cel} + ' (spec-guard admission policy)
 /** CEL: is the writer the consumer (trust.normalizedWriters)? */
 export const consumerExpression = (consumers: string[]) => `request.userInfo.username in ${celList(consumers)}`;
 
+/** CEL for a door's value as a guard compares it: the garbage collector's finalizers left out (guard/guarded-view.ts). */
+function ownedValue(pointer: string, value: string): string {
+  if (pointer !== FINALIZERS_POINTER) return value;
+  const owned = `${value}.filter(f, !(f in ${celList(KUBERNETES_FINALIZERS)}))`;
+  return `(${value} == null || size(${owned}) == 0 ? null : ${owned})`;
+}
+
 /** One validation per door of a rule: who may change it, and the words when someone else does. */
 function doorValidations(rule: Rule, on: string) {
   const { consumers } = rule.ownership;
   const isConsumer = consumers.length ? `${consumerExpression(consumers)} || ` : '';
   return rule.ownership.doors.map((door) => {
-    const now = celValueAt('object', door.tokens);
-    const before = celValueAt('oldObject', door.tokens);
+    const now = ownedValue(door.pointer, celValueAt('object', door.tokens));
+    const before = ownedValue(door.pointer, celValueAt('oldObject', door.tokens));
     const equal = equalExcept(now, before, door.ignore);
     if (!door.canonical) {
       return {

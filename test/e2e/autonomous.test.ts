@@ -182,6 +182,18 @@ describeLocal('autonomous agents on the principal (the principal-autonomous over
       expect(label.code).not.toBe(0);
       expect(label.stderr).toContain(`takes namespace ${A} out of the namespaces`);
     }
+    // Nor through the namespace's status and finalize subresources, which keep label changes.
+    const escaped = (ns: Record<string, any>) => {
+      const copy = structuredClone(ns);
+      delete copy.metadata.labels[AGENT_LABEL];
+      return JSON.stringify(copy);
+    };
+    const viaStatus = kubectl(ADMIN, ['patch', 'namespace', A, '--subresource=status', '--type=json', '-p', JSON.stringify([{ op: 'remove', path: `/metadata/labels/${AGENT_LABEL.replace('/', '~1')}` }])]);
+    expect(viaStatus.code).not.toBe(0);
+    expect(viaStatus.stderr).toContain(`takes namespace ${A} out of the namespaces`);
+    const viaFinalize = kubectl(ADMIN, ['replace', '--raw', `/api/v1/namespaces/${A}/finalize`, '-f', '-'], { input: escaped(getJson(['namespace', A])) });
+    expect(viaFinalize.code).not.toBe(0);
+    expect(viaFinalize.stderr).toContain(`takes namespace ${A} out of the namespaces`);
     expect(getJson(['namespace', A]).metadata.labels[AGENT_LABEL]).toBe('true');
     // Names are immutable: a "rename" is a write to another name, which the apiserver refuses.
     const project = getJson(['appproject', '-n', 'argocd', COPY]);

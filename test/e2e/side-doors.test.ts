@@ -201,4 +201,24 @@ describeLocal('the side doors of an Application', () => {
     const messages = eventsFor(NS, APP, 'SpecDriftReverted').map((e) => e.message).join('\n');
     expect(messages).toContain('/operation');
   });
+
+  it('5. the agent’s Foreground delete completes: the garbage collector removes its finalizer, the controller its own', async () => {
+    await sg!.stop();
+    unregister();
+    expireLease();
+    sg = await startSpecGuard(fixture('config.yaml'));
+    await policyInForce();
+    kubectlOk(AGENT, ['delete', 'application', '-n', NS, APP, '--cascade=foreground', '--wait=false']);
+    const finalizers = async () => ((await readApplication(NS, APP))?.metadata?.finalizers ?? []) as string[];
+    await waitFor('the foregroundDeletion finalizer', async () => (await finalizers()).includes('foregroundDeletion'), 5000, 50);
+    // This control plane runs no controller-manager: the collector's part is played by hand.
+    const gc = ['--as=system:serviceaccount:kube-system:generic-garbage-collector'];
+    const index = (await finalizers()).indexOf('foregroundDeletion');
+    const collected = jsonPatch(gc, [{ op: 'test', path: `/metadata/finalizers/${index}`, value: 'foregroundDeletion' }, { op: 'remove', path: `/metadata/finalizers/${index}` }]);
+    expect(collected.stderr).toBe('');
+    expect(await finalizers()).toEqual([FINALIZER]);
+    // The controller cascades (nothing deployed here) and removes its finalizer.
+    expect(merge(CONTROLLER, { metadata: { finalizers: null } }).stderr).toBe('');
+    await waitFor('the Application gone', async () => (await readApplication(NS, APP)) === undefined, 5000, 50);
+  });
 });

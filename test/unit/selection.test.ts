@@ -141,7 +141,7 @@ describe('rendering of the new selections', () => {
     expect(variables).toContain(`matches('^(.*-.*)$')`);
     expect(variables).toContain(`'${SOURCE_UID}' in`);
     const spec = objects.ValidatingAdmissionPolicy.spec;
-    expect(spec.matchConstraints.resourceRules).toContainEqual(expect.objectContaining({ resources: ['namespaces'], operations: ['UPDATE'] }));
+    expect(spec.matchConstraints.resourceRules).toContainEqual(expect.objectContaining({ resources: ['namespaces', 'namespaces/status', 'namespaces/finalize'], operations: ['UPDATE'] }));
     expect(spec.validations.at(-1).expression).toContain(`'${AGENT_LABEL}' in`);
     // Webhook match conditions cannot see the namespace: the webhook decides, so none reads it.
     const webhooks = JSON.stringify([objects.MutatingWebhookConfiguration, objects.ValidatingWebhookConfiguration]);

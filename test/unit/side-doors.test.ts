@@ -70,6 +70,17 @@ describe('the side doors at admission', () => {
     expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
   });
 
+  it("the garbage collector's own finalizers are its to remove, whoever guards the rest", () => {
+    const { t, request } = update('system:serviceaccount:kube-system:generic-garbage-collector');
+    request.oldObject!.metadata!.finalizers = ['foregroundDeletion', 'resources-finalizer.argocd.argoproj.io'];
+    request.oldObject!.metadata!.deletionTimestamp = '2026-12-04T11:00:00Z';
+    request.object = structuredClone(request.oldObject!);
+    request.object.metadata!.finalizers = ['resources-finalizer.argocd.argoproj.io'];
+    expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
+    request.object.metadata!.finalizers = [];
+    expect(decide(request, 'validate', t.ctx)).toMatchObject({ kind: 'deny', changed: ['/metadata/finalizers'] });
+  });
+
   it("the controller may not open the source of truth's doors: skip-reconcile and a changed spec are refused", () => {
     const { t, request } = update(CONTROLLER);
     request.object!.metadata!.annotations!['argocd.argoproj.io/skip-reconcile'] = 'true';
