@@ -97,8 +97,8 @@ export async function status(argv: string[]): Promise<number> {
           case 'in-sync':
             Object.assign(row, { state: 'in sync', detail: obs.restoreStamp ? 'stamp missing or changed' : '' });
             break;
-          case 'drift':
-            Object.assign(row, { state: matched.mode === 'warn' ? 'drifted (warn)' : 'drifted', detail: obs.changed.join(', ') });
+          case 'too-deep':
+            Object.assign(row, { state: 'too deep to guard', detail: 'reverted unless a trusted writer wrote it (then no longer guarded)' });
             break;
           case 'changed':
             Object.assign(row, {

@@ -246,8 +246,12 @@ export function decide(req: AdmissionRequest, webhook: Webhook, ctx: DecisionCon
     return decideGuarded(req, webhook, ctx);
   } catch (err) {
     if (!(err instanceof TooDeepError)) throw err;
-    // Refused for every writer: no guarded value this deep can be compared, stamped or restored.
-    return { kind: 'deny', changed: [], message: `spec-guard: ${describe(req, req.object ?? req.oldObject)}: ${err.message}; spec-guard refuses it.` };
+    // No guarded value this deep can be compared, stamped or restored. The source of truth is
+    // never refused (promise 1): admitted unstamped, and the watcher reports that it cannot be
+    // guarded. Anyone else is refused: nothing can show the write leaves the doors alone.
+    const what = describe(req, req.object ?? req.oldObject);
+    if (ctx.policy.isTrusted(req.userInfo)) return { kind: 'allow', reason: 'trusted', warnings: [`spec-guard: ${what}: ${err.message}; admitted unstamped, spec-guard cannot guard it`] };
+    return { kind: 'deny', changed: [], message: `spec-guard: ${what}: ${err.message}; spec-guard refuses it.` };
   }
 }
 

@@ -20,8 +20,11 @@ export type Observation =
    * canonical value of this very copy (same uid), `previous` that of the key.
    */
   | { kind: 'changed'; entry: CanonicalEntry | undefined; previous: CanonicalEntry | undefined; changed: string[]; viewHash: string }
-  /** Nothing this deep is ever canonical: drift from the known value. */
-  | { kind: 'drift'; entry: CanonicalEntry; changed: string[] }
+  /**
+   * Nests deeper than a guard can compare (never canonical): reverted to the known value
+   * unless attribution says a trusted writer wrote it, which then cannot be guarded.
+   */
+  | { kind: 'too-deep'; entry: CanonicalEntry; changed: string[] }
   | { kind: 'unknown' }
   | { kind: 'ignore' };
 
@@ -99,9 +102,9 @@ export function observe(
     view = rule.view.of(object);
   } catch (err) {
     if (!(err instanceof TooDeepError)) throw err;
-    // Nothing this deep was ever canonical (canonical values were serialized): drift when a
-    // canonical value is known, restored from it without reading the deep value again.
-    return previous ? { kind: 'drift', entry: previous, changed: rule.view.pointers } : { kind: 'unknown' };
+    // Nothing this deep was ever canonical (canonical values were serialized): compared with a
+    // known canonical value, restored from it without reading the deep value again.
+    return previous ? { kind: 'too-deep', entry: previous, changed: rule.view.pointers } : { kind: 'unknown' };
   }
   const meta = object.metadata ?? {};
   const stamp = meta.annotations?.[STAMP_ANNOTATION];

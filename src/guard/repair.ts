@@ -9,6 +9,7 @@ import { selectionRestoreOps, type SelectionKeys } from './selection.js';
 import type { Stamper } from './stamp.js';
 import { stampPatch } from './stamp-patch.js';
 import { confirms } from './tombstones.js';
+import { MAX_DEPTH } from './canonical-json.js';
 import { parseObjectKey } from './object-key.js';
 
 /** Everything the watcher knows about one version of one guarded object. */
@@ -66,8 +67,8 @@ export type RepairPlan = PlanBase &
     | { kind: 'none'; why?: string }
     /** Keep `entry` as the canonical value (learned, or in sync); `stamp`: a patch that (re)stamps the object. */
     | { kind: 'keep'; entry: CanonicalEntry; store: boolean; endFight: boolean; clearTombstone: boolean; stamp: PatchOp[]; purpose: 'stamp' | 'restamp' }
-    /** No longer guarded: forget the canonical value (`tombstone`: keep it a while, stamps issued before the delete are stale); `by`: who deleted it. */
-    | { kind: 'forget'; why: string; by?: string; tombstone?: Tombstone }
+    /** No longer guarded: forget the canonical value (`tombstone`: keep it a while, stamps issued before the delete are stale); `by`: who deleted it; `report`: an Event to record. */
+    | { kind: 'forget'; why: string; by?: string; tombstone?: Tombstone; report?: Report }
     /** Patch the object back to the canonical value; `report` once it landed. */
     | { kind: 'revert'; entry: CanonicalEntry; ops: PatchOp[]; changed: string[]; attribution: Attribution; report: Report }
     /** Warn mode: report the change, leave it in place. */
@@ -128,8 +129,8 @@ function planVersion(input: RepairInput): RepairPlan {
       };
     case 'learn':
       return keep(input, asListed(input, obs.entry), false);
-    case 'drift':
-      return revertOrWarn(input, obs.entry, obs.changed, 'untrusted');
+    case 'too-deep':
+      return planTooDeep(input, obs.entry, obs.changed);
     case 'changed': {
       // Only the leader attributes (it alone acts on the answer); a follower waits for the stamp.
       if (!leader) return { kind: 'none' };
@@ -146,6 +147,23 @@ function planVersion(input: RepairInput): RepairPlan {
       return { ...planned, unattributed: report };
     }
   }
+}
+
+/**
+ * A value nested deeper than a guard compares: no untrusted writer gets one past admission
+ * (the webhook refuses it), so where the layers vouch for the change a trusted writer made it
+ * (promise 1 admits it unstamped). It cannot be guarded: forgotten and reported, never
+ * reverted (promise 3); anything else is reverted to the known value.
+ */
+function planTooDeep(input: RepairInput, entry: CanonicalEntry, changed: string[]): RepairPlan {
+  const { leader, layers, rule, object } = input;
+  if (!leader) return { kind: 'none', drifted: true, detected: true };
+  if (!layers) return { kind: 'verify-layers', staleOk: false };
+  const sameCopy = entry.uid === object.metadata?.uid ? entry : undefined;
+  const attribution = rule.mode === 'warn' ? 'untrusted' : attributeChange(layers, sameCopy, object, rule.config.creates === 'allow');
+  if (attribution !== 'trusted') return revertOrWarn(input, entry, changed, attribution);
+  const message = `A trusted write nests deeper than ${MAX_DEPTH} levels: spec-guard cannot compare, stamp or restore it, and no longer guards this object's canonical value (untrusted writes to it are still refused)`;
+  return { kind: 'forget', why: 'trusted value too deep to guard', report: { reason: 'CannotBeGuarded', message } };
 }
 
 /** A new canonical value: from a fresh stamp, or attributed to a trusted writer (`restamp`: stamp it now). */

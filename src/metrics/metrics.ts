@@ -47,6 +47,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly unguardable = new Counter({
+    name: 'spec_guard_unguardable_total',
+    help: 'Trusted writes that spec-guard admitted but cannot guard (a value nested deeper than it compares), by resource.',
+    labelNames: ['resource'] as const,
+    registers: [this.registry],
+  });
+
   readonly driftedObjects = new Gauge({
     name: 'spec_guard_drifted_objects',
     help: 'Objects whose guarded paths differ from the canonical value right now and are to be reverted, by resource.',

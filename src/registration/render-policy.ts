@@ -78,11 +78,13 @@ const policyMessage = (cel: string) => `${cel} + ' (spec-guard admission policy)
 /** CEL: is the writer the consumer (trust.normalizedWriters)? */
 export const consumerExpression = (consumers: string[]) => `request.userInfo.username in ${celList(consumers)}`;
 
-/** CEL for a door's value as a guard compares it: the garbage collector's finalizers left out (guard/guarded-view.ts). */
+/**
+ * CEL for a door's value as a guard compares it: the garbage collector's finalizers left out,
+ * none as an empty list (guard/guarded-view.ts).
+ */
 function ownedValue(pointer: string, value: string): string {
   if (pointer !== FINALIZERS_POINTER) return value;
-  const owned = `${value}.filter(f, !(f in ${celList(KUBERNETES_FINALIZERS)}))`;
-  return `(${value} == null || size(${owned}) == 0 ? null : ${owned})`;
+  return `(${value} == null ? [] : ${value}.filter(f, !(f in ${celList(KUBERNETES_FINALIZERS)})))`;
 }
 
 /** One validation per door of a rule: who may change it, and the words when someone else does. */
@@ -90,9 +92,9 @@ function doorValidations(rule: Rule, on: string) {
   const { consumers } = rule.ownership;
   const isConsumer = consumers.length ? `${consumerExpression(consumers)} || ` : '';
   return rule.ownership.doors.map((door) => {
-    const now = ownedValue(door.pointer, celValueAt('object', door.tokens));
-    const before = ownedValue(door.pointer, celValueAt('oldObject', door.tokens));
-    const equal = equalExcept(now, before, door.ignore);
+    const now = celValueAt('object', door.tokens);
+    const before = celValueAt('oldObject', door.tokens);
+    const equal = equalExcept(ownedValue(door.pointer, now), ownedValue(door.pointer, before), door.ignore);
     if (!door.canonical) {
       return {
         expression: `!(${on}) || ${isConsumer}${equal}`,

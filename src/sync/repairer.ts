@@ -79,10 +79,15 @@ export class Repairer {
         return DONE;
       case 'forget':
         if (plan.tombstone) this.d.cache.recordTombstone(key, plan.tombstone);
+        if (plan.report) {
+          this.record(object, plan.report);
+          this.d.metrics.unguardable.inc({ resource: label });
+        }
         this.d.cache.delete(key);
         this.d.writer.markDirty(key);
         this.setDrifted(target, false);
-        this.d.logger.info(plan.why, { key, by: plan.by });
+        if (plan.report) this.d.logger.warn(plan.why, { key });
+        else this.d.logger.info(plan.why, { key, by: plan.by });
         return DONE;
       case 'keep':
         this.d.cache.set(key, plan.entry);

@@ -13,6 +13,7 @@ import {
   kubectl,
   kubectlOk,
   policyInForce,
+  layerIntact,
   startSpecGuard,
   state,
   targetRevision,
@@ -28,6 +29,9 @@ beforeAll(async () => {
   unregister();
   specGuard = await startSpecGuard(fixture('config.yaml'));
   await policyInForce();
+  // The controller's .operation writes change a guarded door: until the guard layer's period
+  // begins (a few seconds after registration) the watcher cannot attribute them, and reverts.
+  await layerIntact(specGuard, 'guard');
 });
 
 afterAll(async () => {

@@ -74,13 +74,13 @@ describe('observe (what the watcher makes of an object)', () => {
     expect(learned[1999]!.annotations).toBe(first.entry.annotations);
   });
 
-  it('a guarded value nested deeper than the limit is drift from a known canonical value, never a throw', () => {
+  it('a guarded value nested deeper than the limit is compared with a known canonical value (too deep), never a throw', () => {
     const { t, object, key, entry } = setup();
     const deep = structuredClone(object);
     let value: Record<string, unknown> = { leaf: true };
     for (let i = 0; i < 2000; i++) value = { a: value };
     (deep.spec as Record<string, unknown>).source = value;
-    expect(observe(deep, t.policy.rules[0]!, key, entry, undefined, t.stamper)).toEqual({ kind: 'drift', entry, changed: t.policy.rules[0]!.view.pointers });
+    expect(observe(deep, t.policy.rules[0]!, key, entry, undefined, t.stamper)).toEqual({ kind: 'too-deep', entry, changed: t.policy.rules[0]!.view.pointers });
     expect(observe(deep, t.policy.rules[0]!, key, undefined, undefined, t.stamper)).toEqual({ kind: 'unknown' });
   });
 

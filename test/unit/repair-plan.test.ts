@@ -149,3 +149,27 @@ describe('the repair plan (pure: what the watcher does about one version)', () =
     expect(planRepair(input(t, key, escaped, entry, { layers: layers('90') }))).toMatchObject({ kind: 'forget' });
   });
 });
+
+describe('a value nested deeper than a guard compares', () => {
+  const deepened = (object: KubeObject) => {
+    const deep = structuredClone(object);
+    let value: Record<string, unknown> = { leaf: true };
+    for (let i = 0; i < 2000; i++) value = { a: value };
+    (deep.spec as Record<string, unknown>).source = value;
+    deep.metadata!.resourceVersion = '130';
+    return deep;
+  };
+
+  it('written while the guard layer vouches for it (the trusted writer, admitted unstamped) is forgotten and reported, never reverted', () => {
+    const { t, object, key, entry } = setup();
+    const plan = planRepair(input(t, key, deepened(object), entry, { layers: layers('50') }));
+    expect(plan).toMatchObject({ kind: 'forget', report: { reason: 'CannotBeGuarded' } });
+  });
+
+  it('written in a blind window or past the stamp layer alone is reverted to the known value', () => {
+    const { t, object, key, entry } = setup();
+    expect(planRepair(input(t, key, deepened(object), entry, { layers: layers(undefined, '50') }))).toMatchObject({ kind: 'revert', attribution: 'untrusted' });
+    expect(planRepair(input(t, key, deepened(object), entry, { layers: layers() }))).toMatchObject({ kind: 'revert', attribution: 'unattributed' });
+    expect(planRepair(input(t, key, deepened(object), entry))).toEqual({ kind: 'verify-layers', staleOk: false });
+  });
+});
