@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { entryValues, type CanonicalLookup } from './canonical-entry.js';
-import { objectKey } from './object-key.js';
+import { objectKey, reviewedName } from './object-key.js';
 import { STAMP_ANNOTATION, STAMP_POINTER, nextSeq, type Stamper } from './stamp.js';
 import { TooDeepError } from './canonical-json.js';
 import { getAt, hasParent, parsePointer, removeAt, setAt } from './pointer.js';
+import { cloneJson } from '../kube/json.js';
 import { isFresh } from './freshness.js';
 import { type GuardedValues, type PatchOp } from './guarded-view.js';
 import { type Policy, type Rule } from './policy.js';
@@ -40,7 +41,7 @@ const stampOf = (object: KubeObject | null | undefined): string | undefined =>
   object?.metadata?.annotations?.[STAMP_ANNOTATION];
 
 function describe(req: AdmissionRequest, object: KubeObject | null | undefined): string {
-  const name = req.name || object?.metadata?.name || '(unnamed)';
+  const name = reviewedName({ ...req, object }) || '(unnamed)';
   return `${req.kind.kind} ${req.namespace ? `${req.namespace}/` : ''}${name}`;
 }
 
@@ -122,7 +123,7 @@ function keepCanonical(rule: Rule, key: string, old: KubeObject, object: KubeObj
   const written = rule.view.changedPointers(rule.view.valuesOf(old), object);
   const untouched = drifted.filter((p) => !written.some((w) => overlaps(w, p)));
   if (untouched.length === 0) return undefined;
-  const target = structuredClone(object);
+  const target = cloneJson(object);
   const ops: PatchOp[] = [];
   for (const pointer of untouched) {
     const tokens = parsePointer(pointer);
@@ -132,7 +133,7 @@ function keepCanonical(rule: Rule, key: string, old: KubeObject, object: KubeObj
     const present = getAt(target, tokens) !== undefined;
     if (wanted !== undefined) {
       ops.push({ op: present ? 'replace' : 'add', path: pointer, value: wanted });
-      setAt(target as Record<string, unknown>, tokens, structuredClone(wanted));
+      setAt(target as Record<string, unknown>, tokens, cloneJson(wanted));
     } else if (present) {
       ops.push({ op: 'remove', path: pointer });
       removeAt(target, tokens);
@@ -279,7 +280,7 @@ function decideGuarded(req: AdmissionRequest, webhook: Webhook, ctx: DecisionCon
   const rule = ctx.policy.match(req.resource.group, req.resource.resource, req.namespace, [selectable(object), selectable(old)], ctx.namespaceLabels);
   if (!rule) return { kind: 'allow', reason: 'unguarded' };
 
-  const key = objectKey(req.resource.group, req.resource.resource, req.namespace, req.name || object?.metadata?.name || '');
+  const key = objectKey(req.resource.group, req.resource.resource, req.namespace, reviewedName(req));
   if (ctx.policy.isTrusted(req.userInfo)) return decideTrusted(req, webhook, rule, key, ctx);
   if (rule.mode === 'off') return { kind: 'allow', reason: 'mode-off' };
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canonical-json.js';
 import type { Normalizer } from './normalizers.js';
 import { formatPointer, getAt, isPlainObject, parsePointer } from './pointer.js';
+import { cloneJson } from '../kube/json.js';
 
 interface GuardedPath {
   pointer: string;
@@ -197,7 +198,7 @@ function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string
 /** A deep copy of `canonical` where each ignored pointer carries the value from `incoming`. */
 function withIgnoredFrom(canonical: unknown, incoming: unknown, ignored: string[][]): unknown {
   if (ignored.length === 0) return canonical;
-  const result: unknown = canonical === undefined ? undefined : structuredClone(canonical);
+  const result: unknown = canonical === undefined ? undefined : cloneJson(canonical);
   for (const tokens of ignored) {
     const value = getAt(incoming, tokens);
     let node = result;

@@ -12,7 +12,7 @@ export { Policy, type Rule, type UserInfo } from './policy.js';
 export { compileOwnership, within, type Door, type Ownership } from './ownership.js';
 export * as messages from './messages.js';
 export { compileSelection, namePatternRegex, selectionRestoreOps, type NamespaceLabels, type Selectable, type Selection, type SelectionKeys } from './selection.js';
-export { objectKey, parseObjectKey, resourceName } from './object-key.js';
+export { objectKey, parseObjectKey, resourceName, reviewedName } from './object-key.js';
 export { planRepair, SELECTION, type RepairInput, type RepairPlan, type Report, type Unattributed } from './repair.js';
 export { parsePointer, formatPointer, getAt, hasParent, isPlainObject, removeAt, setAt } from './pointer.js';
 export { observe, resolve, type Observation, type ChangePlan } from './observe.js';

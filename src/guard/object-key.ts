@@ -13,3 +13,11 @@ export function parseObjectKey(key: string): { group: string; resource: string; 
 export function resourceName(group: string, resource: string): string {
   return group ? `${resource}.${group}` : resource;
 }
+
+/**
+ * The name of the object a review is about. The apiserver leaves `name` empty in the reviews of
+ * a deletecollection (one per item): the old object names it then.
+ */
+export function reviewedName(req: { name?: string; object?: { metadata?: { name?: string } } | null; oldObject?: { metadata?: { name?: string } } | null }): string {
+  return req.name || req.oldObject?.metadata?.name || req.object?.metadata?.name || '';
+}

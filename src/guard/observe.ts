@@ -7,6 +7,7 @@ import { nextSeq, STAMP_ANNOTATION, type Stamper } from './stamp.js';
 import { TooDeepError } from './canonical-json.js';
 import type { View } from './guarded-view.js';
 import { getAt, parsePointer, setAt } from './pointer.js';
+import { equalForCel } from './cel-equality.js';
 
 /** What the watcher makes of one observed version of a guarded object. */
 export type Observation =
@@ -128,6 +129,13 @@ export function observe(
   return { kind: 'changed', entry: sameCopy, previous, changed, viewHash: view.hash };
 }
 
+/** Do the guarded values differ from the canonical ones only where CEL sees no difference? */
+function invisibleToPolicy(rule: Rule, previous: CanonicalEntry, object: KubeObject): boolean {
+  const before = entryValues(previous);
+  const after = rule.view.valuesOf(object);
+  return rule.view.pointers.every((p) => equalForCel(before[p], after[p]));
+}
+
 /** What the watcher does with a change that carries no fresh stamp, once attributed. */
 export type ChangePlan =
   /** `consumed`: the consumer removed what it acted on (an operation it ran). */
@@ -150,8 +158,10 @@ export function resolve(
   stamper: Stamper,
   now: number,
 ): ChangePlan {
-  // In warn mode untrusted writers are admitted: the guard layer vouches for nothing.
-  const effective = rule.mode === 'warn' ? { ...layers, guard: { intact: false } } : layers;
+  // In warn mode untrusted writers are admitted: the guard layer vouches for nothing. Nor does
+  // it for a change its CEL cannot see (a number rewritten as an equal double).
+  const unseen = obs.previous !== undefined && invisibleToPolicy(rule, obs.previous, object);
+  const effective = rule.mode === 'warn' || unseen ? { ...layers, guard: { intact: false } } : layers;
   const attribution = attributeChange(effective, obs.entry, object, rule.config.creates === 'allow');
   const learn = (consumed?: boolean): ChangePlan => {
     const seq = nextSeq(now, obs.previous?.seq);

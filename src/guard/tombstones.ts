@@ -23,7 +23,9 @@ export class TombstoneBudgetError extends Error {
 
 /** Does `tombstone` vouch for the delete of the object with `uid`? */
 export function confirms(tombstone: Tombstone | undefined, uid: string | undefined): boolean {
-  return tombstone !== undefined && (tombstone.uid === undefined || uid === undefined || tombstone.uid === uid);
+  // A tombstone names the uid it was recorded for (an apiserver's DELETE review always carries
+  // the old object): one without confirms nothing, so a forged review cannot cover every copy.
+  return tombstone?.uid !== undefined && (uid === undefined || tombstone.uid === uid);
 }
 
 /**

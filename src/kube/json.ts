@@ -34,3 +34,6 @@ export function parseJson(text: string): unknown {
 
 /** Is `value` an exact number kept as its JSON text? */
 export const isRawNumber: (value: unknown) => boolean = exactNumbersSupported ? (v) => exact.isRawJSON!(v) : () => false;
+
+/** A deep copy that keeps exact numbers (structuredClone cannot copy them: they are frozen raw JSON). */
+export const cloneJson = <T>(value: T): T => (value === undefined ? value : (parseJson(JSON.stringify(value)) as T));

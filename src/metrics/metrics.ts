@@ -149,6 +149,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly selfUntrusted = new Gauge({
+    name: 'spec_guard_self_untrusted',
+    help: 'Admission objects registered (by another install) without this replica among their trusted identities, by kind: its own reverts are refused.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   readonly layerIntact = new Gauge({
     name: 'spec_guard_admission_layer_intact',
     help: '1 while an admission layer (guard, stamp, tombstone) has been in force without a gap, as last verified; 0 in a blind window.',

@@ -3,7 +3,8 @@ import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { laterRevision, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from '../guard/index.js';
 import type { Policy } from '../guard/index.js';
-import { covers, type AdmissionObjects } from './registrar.js';
+import type { AdmissionObjects } from './registrar.js';
+import { enforcesAsRendered } from './enforced.js';
 import { renderAdmissionObjects } from './render-all.js';
 import { policyHolds } from './render-webhooks.js';
 import { ADMISSION_COLLECTIONS, ADMISSION_OBJECT_NAME } from './shared.js';
@@ -39,13 +40,6 @@ export const IN_FORCE_MS = 2500;
 interface Live {
   metadata: { uid?: string; resourceVersion?: string };
   [key: string]: unknown;
-}
-
-/** What a layer object must contain: its rules, conditions and failure policies; not where the webhook is. */
-function essence(desired: Record<string, unknown>): Record<string, unknown> {
-  const { apiVersion: _a, kind: _k, metadata: _m, webhooks, ...rest } = desired;
-  if (!Array.isArray(webhooks)) return rest;
-  return { ...rest, webhooks: webhooks.map(({ clientConfig: _c, ...w }: Record<string, unknown>) => w) };
 }
 
 export interface ContinuityOptions {
@@ -89,6 +83,8 @@ export class ContinuityMonitor {
   /** Versions seen as rendered but not in force long enough yet: kind → when first seen. */
   private readonly pending = new Map<string, { uid: string; resourceVersion: string; seenAt: number }>();
   private readonly broken = new Set<string>();
+  /** Kinds found registered without this replica's identity among the trusted (reported once each). */
+  private readonly untrustedSelf = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   readonly verify: () => Promise<Layers>;
   /** The admission objects as spec-guard renders them (where the webhooks point does not matter: GitOps installs differ). */
@@ -147,6 +143,21 @@ export class ContinuityMonitor {
     }
   }
 
+  /**
+   * An object registered by another install (GitOps) that does not trust this replica's own
+   * identity refuses its reverts and never counts as in force: said loudly, once per object.
+   */
+  private reportSelfTrust(kind: string, live: Live | undefined): void {
+    const self = this.o.policy.selfUser;
+    const untrusted = Boolean(self && live && kind !== 'ValidatingAdmissionPolicyBinding' && !JSON.stringify(live).includes(`'${self}'`));
+    this.o.metrics.selfUntrusted.set({ kind }, untrusted ? 1 : 0);
+    if (untrusted && !this.untrustedSelf.has(kind)) {
+      this.o.logger.error('the registered admission object does not trust this replica: its reverts are refused and the layer never counts as in force; render it with `spec-guard manifests --self-user` set to this identity', { kind, selfUser: self });
+    }
+    if (untrusted) this.untrustedSelf.add(kind);
+    else this.untrustedSelf.delete(kind);
+  }
+
   /** The state of one object: its record when it is the recorded, unchanged version. */
   private async checkKind(kind: string, now: number, revision: () => Promise<{ since: string; sinceTime: number }>): Promise<LayerRecord | undefined> {
     const live = await this.read(kind);
@@ -163,7 +174,8 @@ export class ContinuityMonitor {
       this.o.metrics.blindWindows.inc({ kind });
       this.o.logger.warn('admission layer object missing or changed: a blind window begins', { kind, name: ADMISSION_OBJECT_NAME });
     }
-    if (!live || !desired || !covers(live, essence(desired))) {
+    this.reportSelfTrust(kind, live);
+    if (!live || !desired || !enforcesAsRendered(live, desired)) {
       this.pending.delete(kind);
       return undefined;
     }

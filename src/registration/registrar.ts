@@ -3,6 +3,7 @@ import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { bundleCarries, type CaBundleTarget } from '../certs/index.js';
 import { ADMISSION_COLLECTIONS, ADMISSION_OBJECT_NAME, type AdmissionKind } from './shared.js';
+import { enforcesAsRendered } from './enforced.js';
 
 const collections = ADMISSION_COLLECTIONS;
 type ConfigKind = AdmissionKind;
@@ -134,7 +135,7 @@ export class WebhookRegistrar implements CaBundleTarget {
     }
     this.placed.add(kind);
     const desired = keepInjectedBundles(wanted, current);
-    if (covers(current, owned(desired))) return;
+    if (covers(current, owned(desired)) && enforcesAsRendered(current, desired)) return;
     const body = { ...desired, metadata: { ...current.metadata, ...(desired.metadata as object), resourceVersion: current.metadata.resourceVersion } };
     await this.kube.request('PUT', path, { body });
     this.metrics.webhookRepairs.inc({ kind });

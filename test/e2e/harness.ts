@@ -207,11 +207,11 @@ export const LAYER_KINDS = {
  * Registers spec-guard's admission objects of `kinds` (all by default) the GitOps way, from
  * `spec-guard manifests`, pointing at this replica: what a `--no-register` install does.
  */
-export function installLayers(config: string, sg: SpecGuard, kinds: readonly string[] = [...LAYER_KINDS.stamp, ...LAYER_KINDS.guard, ...LAYER_KINDS.validating]): void {
+export function installLayers(config: string, sg: SpecGuard, kinds: readonly string[] = [...LAYER_KINDS.stamp, ...LAYER_KINDS.guard, ...LAYER_KINDS.validating], selfUser = 'system:serviceaccount:spec-guard:spec-guard'): void {
   const ca = Buffer.from(getJson(['secret', '-n', 'spec-guard', CA_SECRET]).data[CA_BUNDLE_KEY], 'base64');
   const caFile = join(tmpdir(), `spec-guard-e2e-ca-${process.pid}.pem`);
   writeFileSync(caFile, ca);
-  const manifests = runCli(['manifests', '--config', config, '--webhook-url', `https://127.0.0.1:${sg.webhookPort}`, '--ca-bundle-file', caFile, '--self-user', 'system:serviceaccount:spec-guard:spec-guard']);
+  const manifests = runCli(['manifests', '--config', config, '--webhook-url', `https://127.0.0.1:${sg.webhookPort}`, '--ca-bundle-file', caFile, '--self-user', selfUser]);
   if (manifests.code !== 0) throw new Error(`spec-guard manifests failed: ${manifests.stderr}`);
   const docs = parseAllDocuments(manifests.stdout).map((d) => d.toJS() as { kind: string }).filter((d) => d && kinds.includes(d.kind));
   kubectlOk([], ['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: docs.map((d) => JSON.stringify(d)).join('\n') });

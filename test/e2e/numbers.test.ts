@@ -70,4 +70,22 @@ describeLocal('numbers beyond 2^53', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(stored('argocd', 'big-revert')).toBe(BIG);
   });
+
+  it('the same number written back as a double passes every admission layer unseen (CEL compares by value), and is reverted to the exact value, not learned', async () => {
+    await sg?.stop();
+    unregister();
+    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+    sg = await startSpecGuard(config);
+    await layerIntact(sg, 'guard');
+    const exact = '1234567890123456789';
+    const manifest = application('big-double', 'argocd', withBig).replace('"replicas":0', `"replicas":${exact}`);
+    kubectlOk(AGENT, ['apply', '--server-side', '--field-manager=argocd-agent', '-f', '-'], { input: manifest });
+    await waitFor('stamped', () => kubectlOk([], ['get', 'application', '-n', 'argocd', 'big-double', '-o', 'jsonpath={.metadata.annotations.spec-guard\\.io/stamp}']));
+    expect(stored('argocd', 'big-double')).toBe(exact);
+    // Admitted: the policy and the webhooks' match conditions see 1234567890123456789 == 1234567890123456789.0.
+    kubectlOk(ALICE, ['patch', 'application', '-n', 'argocd', 'big-double', '--type=merge', '-p', patchTo(`${exact}.0`)]);
+    await waitFor('reverted to the exact value', () => stored('argocd', 'big-double') === exact, 5000, 100);
+    expect(sg.logs()).toMatch(/drift reverted[^\n]*big-double/);
+    kubectl([], ['delete', 'application', '-n', 'argocd', 'big-double', '--ignore-not-found', '--wait=false']);
+  });
 });

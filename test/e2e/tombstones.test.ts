@@ -164,6 +164,19 @@ describeLocal('tombstones', () => {
     expect((await kube.request<{ items: Array<{ metadata: { name: string } }> }>('GET', APPS)).items.filter((a) => a.metadata.name.startsWith('bulk-'))).toEqual([]);
   });
 
+  it('3b. the agent’s deletecollection records a tombstone per object (its reviews name the object only in oldObject): every delete is known trusted by its tombstone', async () => {
+    const kube = await admin();
+    const agent = { 'Impersonate-User': 'system:serviceaccount:argocd:argocd-agent-agent' };
+    for (let i = 0; i < 3; i++) {
+      const body = JSON.parse(application(`coll-${i}`, NS));
+      body.metadata.labels = { batch: 'collection' };
+      await kube.request('POST', APPS, { body, headers: agent, query: { fieldManager: 'argocd-agent' } });
+    }
+    await kube.request('DELETE', APPS, { headers: agent, query: { labelSelector: 'batch=collection' } });
+    for (let i = 0; i < 3; i++) await sg.waitForLog(new RegExp(`guarded object deleted[^\\n]*coll-${i}[^\\n]*trusted \\(tombstone\\)`), 10_000);
+    expect(sg.logs()).not.toMatch(/tombstone[^\n]*argocd\/"/);
+  });
+
   it('4. with --client-ca-file, only the apiserver (its client certificate) is heard: the forged review is refused, the agent is stamped', async () => {
     await sg.stop();
     kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);

@@ -184,3 +184,32 @@ describe('upgrading from a spec-guard that guarded /spec alone', () => {
     expect(drifted).toMatchObject({ kind: 'changed', changed: ['/spec/source/targetRevision'] });
   });
 });
+
+describe('a number rewritten as an equal double (the policy’s CEL compares int and double by value)', () => {
+  it('is not vouched for by the guard layer’s continuity: reverted to the exact value, not learned', async () => {
+    const { parseJson } = await import('../../src/kube/json.js');
+    const t = context();
+    const { request } = update('alice');
+    const old = parseJson(JSON.stringify(request.oldObject).replace('"project":"default"', '"project":"default","__big":1')) as KubeObject;
+    (old.spec as Record<string, unknown>).source = parseJson('{"repoURL":"https://example.com/r.git","path":"p","helm":{"valuesObject":{"n":1234567890123456789}}}');
+    stamp(t, request, old);
+    const key = keyOf(request);
+    const rule = t.policy.rules[0]!;
+    const learned = observe(old, rule, key, undefined, undefined, t.stamper);
+    if (learned.kind !== 'learn') throw new Error(`expected learn, got ${learned.kind}`);
+    // What the apiserver stores after a PUT of 1234567890123456789.0: the float64, written back as an integer.
+    const rounded = parseJson(JSON.stringify(old).replace('1234567890123456789', '1234567890123456800')) as KubeObject;
+    rounded.metadata!.resourceVersion = '999';
+    const obs = observe(rounded, rule, key, learned.entry, undefined, t.stamper);
+    if (obs.kind !== 'changed') throw new Error(`expected changed, got ${obs.kind}`);
+    const intact = { intact: true, since: '1', sinceTime: 0 };
+    const plan = resolve(obs, rounded, rule, key, { guard: intact, stamp: intact, tombstone: intact }, t.stamper, Date.now());
+    expect(plan).toMatchObject({ action: 'revert', attribution: 'untrusted' });
+    // A change the policy does see stays vouched for by continuity.
+    const changed = parseJson(JSON.stringify(rounded)) as KubeObject;
+    ((changed.spec as any).source.helm.valuesObject as Record<string, unknown>).n = 7;
+    const seen = observe(changed, rule, key, learned.entry, undefined, t.stamper);
+    if (seen.kind !== 'changed') throw new Error(`expected changed, got ${seen.kind}`);
+    expect(resolve(seen, changed, rule, key, { guard: intact, stamp: intact, tombstone: intact }, t.stamper, Date.now())).toMatchObject({ action: 'learn', attribution: 'trusted' });
+  });
+});

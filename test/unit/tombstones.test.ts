@@ -72,3 +72,18 @@ describe('tombstone rules', () => {
     expect(writes).toBeLessThanOrEqual(2);
   });
 });
+
+describe('what a tombstone vouches for', () => {
+  it('one recorded without a uid (a forged review without oldObject) confirms no delete', async () => {
+    const { confirms } = await import('../../src/guard/index.js');
+    expect(confirms({ at: new Date().toISOString() }, 'any-uid')).toBe(false);
+    expect(confirms({ uid: 'u1', at: new Date().toISOString() }, 'u1')).toBe(true);
+    expect(confirms({ uid: 'u1', at: new Date().toISOString() }, 'u2')).toBe(false);
+  });
+
+  it('a deletecollection review names its object only in oldObject: the tombstone key takes that name', async () => {
+    const { reviewedName } = await import('../../src/guard/index.js');
+    expect(reviewedName({ name: '', oldObject: { metadata: { name: 'guestbook' } }, object: null })).toBe('guestbook');
+    expect(reviewedName({ name: 'named', oldObject: { metadata: { name: 'other' } } })).toBe('named');
+  });
+});

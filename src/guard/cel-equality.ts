@@ -1,0 +1,24 @@
+import { isRawNumber } from '../kube/json.js';
+import { canonicalJson } from './canonical-json.js';
+import { isPlainObject } from './pointer.js';
+
+/**
+ * Equality as the admission policy's CEL sees it: numbers by value, so an int and a double
+ * that round to the same float64 are equal (`1234567890123456789 == 1234567890123456789.0`),
+ * which the webhook's exact comparison tells apart. A change that is equal here went past
+ * the policy and the webhooks' match conditions unseen: their continuity cannot vouch for it.
+ */
+const numeric = (value: unknown): number | undefined =>
+  typeof value === 'number' ? value : isRawNumber(value) ? Number((value as { rawJSON: string }).rawJSON) : undefined;
+
+export function equalForCel(a: unknown, b: unknown): boolean {
+  const x = numeric(a);
+  const y = numeric(b);
+  if (x !== undefined && y !== undefined) return x === y;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => equalForCel(v, b[i]));
+  if (isPlainObject(a) && isPlainObject(b)) {
+    const keys = Object.keys(a);
+    return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && equalForCel(a[k], b[k]));
+  }
+  return canonicalJson(a) === canonicalJson(b);
+}
