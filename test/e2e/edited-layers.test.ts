@@ -61,7 +61,7 @@ const guardIntact = async (sg: SpecGuard) => metricValue(parsePrometheusText(awa
     await new Promise((r) => setTimeout(r, 2000));
     kubectlOk(ALICE, ['patch', 'application', '-n', NS, 'edited-a', '--type=merge', '-p', '{"spec":{"source":{"targetRevision":"mallory"}}}']);
     expect(await waitForRevision(NS, 'edited-a', 'HEAD', 10_000)).toBeLessThan(10_000);
-    expect(sg.logs()).toMatch(/drift reverted.*edited-a/);
+    await sg.waitForLog(/drift reverted.*edited-a/, 5000);
     await sg.stop();
     running.splice(0);
   });
@@ -75,9 +75,10 @@ const guardIntact = async (sg: SpecGuard) => metricValue(parsePrometheusText(awa
     await sg.waitForLog(/became the leader/);
     installLayers(config, sg, undefined, 'system:serviceaccount:elsewhere:spec-guard');
     await sg.waitForLog(/does not trust this replica.*ValidatingAdmissionPolicy/, 15_000);
-    const samples = parsePrometheusText(await sg.metrics());
-    expect(metricValue(samples, 'spec_guard_self_untrusted', { kind: 'ValidatingAdmissionPolicy' })).toBe(1);
-    expect(metricValue(samples, 'spec_guard_self_untrusted', { kind: 'MutatingWebhookConfiguration' })).toBe(1);
+    const untrusted = async (kind: string) => metricValue(parsePrometheusText(await sg.metrics()), 'spec_guard_self_untrusted', { kind });
+    for (const kind of ['ValidatingAdmissionPolicy', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+      await waitFor(`${kind} reported as not trusting spec-guard`, async () => (await untrusted(kind)) === 1, 10_000, 250);
+    }
     await new Promise((r) => setTimeout(r, 4000));
     expect(await guardIntact(sg)).toBe(0);
   });

@@ -85,7 +85,7 @@ describeLocal('numbers beyond 2^53', () => {
     // Admitted: the policy and the webhooks' match conditions see 1234567890123456789 == 1234567890123456789.0.
     kubectlOk(ALICE, ['patch', 'application', '-n', 'argocd', 'big-double', '--type=merge', '-p', patchTo(`${exact}.0`)]);
     await waitFor('reverted to the exact value', () => stored('argocd', 'big-double') === exact, 5000, 100);
-    expect(sg.logs()).toMatch(/drift reverted[^\n]*big-double/);
+    await sg.waitForLog(/drift reverted[^\n]*big-double/, 5000);
     kubectl([], ['delete', 'application', '-n', 'argocd', 'big-double', '--ignore-not-found', '--wait=false']);
   });
 });

@@ -26,7 +26,8 @@ export function parsePrometheusText(text: string): Sample[] {
     }
     if (consumed !== labelText.length) throw new Error(`malformed labels: ${line}`);
     const value = match[4] === '+Inf' ? Infinity : match[4] === '-Inf' ? -Infinity : Number(match[4]);
-    if (Number.isNaN(value) && match[4] !== 'NaN') throw new Error(`malformed value: ${line}`);
+    // prom-client writes a NaN gauge (the event-loop lag before its first sample) as "Nan".
+    if (Number.isNaN(value) && !/^nan$/i.test(match[4]!)) throw new Error(`malformed value: ${line}`);
     samples.push({ name: match[1]!, labels, value });
   }
   return samples;
