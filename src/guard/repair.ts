@@ -10,6 +10,7 @@ import type { Stamper } from './stamp.js';
 import { stampPatch } from './stamp-patch.js';
 import { confirms } from './tombstones.js';
 import { MAX_DEPTH } from './canonical-json.js';
+import { forgedOperationState } from './operation-state.js';
 import { parseObjectKey } from './object-key.js';
 
 /** Everything the watcher knows about one version of one guarded object. */
@@ -105,7 +106,10 @@ export function planRepair(input: RepairInput): RepairPlan {
   if (input.deleted) return planDelete(input);
   const meta = input.object.metadata ?? {};
   if (!meta.deletionTimestamp && !input.rule.selection.selects(meta)) return planEscape(input);
-  return planVersion(input);
+  const plan = planVersion(input);
+  // The leader reports a forged operation in progress (Argo CD's doors) whatever it does else.
+  const forged = input.leader && plan.kind !== 'verify-layers' && !plan.unattributed && input.rule.config.normalizer === 'argocd-application' ? forgedOperationState(input.object, input.entry) : undefined;
+  return forged ? { ...plan, unattributed: forged } : plan;
 }
 
 function planVersion(input: RepairInput): RepairPlan {

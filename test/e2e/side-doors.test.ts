@@ -200,6 +200,11 @@ describeLocal('the side doors of an Application', () => {
     await waitFor('the SpecDriftReverted events', () => eventsFor(NS, APP, 'SpecDriftReverted').length > 0, 10_000, 250);
     const messages = eventsFor(NS, APP, 'SpecDriftReverted').map((e) => e.message).join('\n');
     expect(messages).toContain('/operation');
+    // Her operation in progress cannot be undone before the controller resumes it: reported.
+    agentWrites({ sync: { revision: 'v4' } });
+    expect(doors[4]!.run().code).toBe(0);
+    await waitFor('the ForgedOperationState event', () => eventsFor(NS, APP, 'ForgedOperationState').length > 0, 10_000, 250);
+    expect(eventsFor(NS, APP, 'ForgedOperationState')[0]!.message).toContain('status.operationState');
   });
 
   it('5. the agent’s Foreground delete completes: the garbage collector removes its finalizer, the controller its own', async () => {

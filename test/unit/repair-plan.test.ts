@@ -173,3 +173,31 @@ describe('a value nested deeper than a guard compares', () => {
     expect(planRepair(input(t, key, deepened(object), entry))).toEqual({ kind: 'verify-layers', staleOk: false });
   });
 });
+
+describe('an operation in progress that no one asked for (Argo CD resumes from status.operationState)', () => {
+  const MANIFEST = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"hers"}}';
+  const withState = (object: KubeObject, operation: object, stateOperation: object, phase = 'Running') => {
+    const next = structuredClone(object);
+    next.operation = operation;
+    next.status = { operationState: { phase, operation: stateOperation, startedAt: '2026-12-04T10:00:00Z' } };
+    return next;
+  };
+
+  it('is reported when it deploys what neither .operation nor the canonical one says', () => {
+    const { t, object, key, entry } = setup();
+    const forged = withState(object, { sync: { revision: 'v2' } }, { sync: { manifests: [MANIFEST] } });
+    const plan = planRepair(input(t, key, forged, entry, { layers: layers('50') }));
+    expect(plan.unattributed).toMatchObject({ changed: ['/status/operationState'], action: 'report', report: { reason: 'ForgedOperationState' } });
+  });
+
+  it('is not reported for the controller’s own state (the operation it was given, even with its revision resolved), nor once completed', () => {
+    const { t, object, key, entry } = setup();
+    const own = withState(object, { sync: { revision: 'v2' } }, { sync: { revision: '0123abcd' } });
+    expect(planRepair(input(t, key, own, entry, { layers: layers('50') })).unattributed).toBeUndefined();
+    const done = withState(object, { sync: { revision: 'v2' } }, { sync: { manifests: [MANIFEST] } }, 'Succeeded');
+    expect(planRepair(input(t, key, done, entry, { layers: layers('50') })).unattributed).toBeUndefined();
+    // A follower reports nothing: the leader does.
+    const forged = withState(object, { sync: { revision: 'v2' } }, { sync: { manifests: [MANIFEST] } });
+    expect(planRepair(input(t, key, forged, entry, { leader: false })).unattributed).toBeUndefined();
+  });
+});
