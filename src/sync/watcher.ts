@@ -112,6 +112,12 @@ export class Watcher {
   private stopped = false;
   /** Per resource (group/resource): since when its watch has run without a restart. */
   private readonly watchingSince = new Map<string, number>();
+  /**
+   * Guarded objects the watch saw terminating (a finalizer holds their delete), by key: uid. A
+   * tombstone for that uid is kept until the delete completes, however long the finalizer
+   * takes (bounded by the tombstones' maximum age). One entry per terminating object.
+   */
+  private readonly terminating = new Map<string, string>();
   private sweepTimer: NodeJS.Timeout | undefined;
   /** Scope prefixes whose relist stores the raised knownAt of objects in sync. */
   private readonly raisingKnownAt = new Set<string>();
@@ -196,6 +202,8 @@ export class Watcher {
     const gone = [...stored].filter(([key, tombstone]) => {
       const { group, resource } = parseObjectKey(key);
       if (this.d.cache.get(key) && this.writer.unsaved(key)) return false;
+      // The watch saw this delete begin: it is confirmed, the finalizers are still at work.
+      if (tombstone.uid !== undefined && this.terminating.get(key) === tombstone.uid) return false;
       return expired(tombstone, now, this.watchingSince.get(`${group}/${resource}`) ?? now);
     });
     for (const [key, tombstone] of gone) {
@@ -323,6 +331,9 @@ export class Watcher {
   private async repair(work: Pending, handledAt: number) {
     const { target, object } = work;
     const deleted = work.type === 'DELETED';
+    const uid = object.metadata?.uid;
+    if (!deleted && object.metadata?.deletionTimestamp && uid) this.terminating.set(target.key, uid);
+    else this.terminating.delete(target.key);
     const input: RepairInput = {
       key: target.key,
       rule: target.rule,

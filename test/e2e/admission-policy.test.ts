@@ -1,7 +1,3 @@
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { STAMP_ANNOTATION } from '../../src/guard/index.js';
 import {
@@ -19,6 +15,9 @@ import {
   POLICY_DENIED,
   startSpecGuard,
   unregister,
+  admissionObjectExists,
+  expireLease,
+  webhooksOnlyConfig,
   waitFor,
   type KubectlResult,
   type SpecGuard,
@@ -32,13 +31,6 @@ jest.setTimeout(180_000);
 const NS = 'argocd';
 const REPO_LABEL = 'argocd.argoproj.io/secret-type';
 const describeLocal = inCluster ? describe.skip : describe;
-
-/** A config file equal to the e2e one, with the admission policy switched off: webhooks only. */
-function webhooksOnlyConfig(): string {
-  const file = join(tmpdir(), `spec-guard-webhooks-only-${process.pid}.yaml`);
-  writeFileSync(file, `${readFileSync(fixture('config.yaml'), 'utf8')}\nadmissionPolicy: false\n`);
-  return file;
-}
 
 function repoSecret(name: string, labelled: boolean): string {
   return JSON.stringify({
@@ -92,10 +84,7 @@ function runWrites(): Array<{ what: string; refused: boolean; stderr: string }> 
   });
 }
 
-/** A killed leader's Lease runs until it expires; the tests expire it at once. */
-const expireLease = () => kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
-
-const exists = (kind: string) => kubectl([], ['get', kind, 'spec-guard']).code === 0;
+const exists = admissionObjectExists;
 
 describeLocal('layer 0: the admission policy inside the apiserver', () => {
   let sg: SpecGuard | undefined;

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it, jest } from '@jest/globals';
 import { metricValue, parsePrometheusText } from '../helpers/prometheus.js';
-import { ALICE, agentApply, fixture, getJson, inCluster, installLayers, kubectl, kubectlOk, layerIntact, readApplication, startSpecGuard, unregister, waitFor, waitForRevision, type SpecGuard } from './harness.js';
+import { ALICE, agentApply, expireLease, fixture, getJson, inCluster, installLayers, kubectl, kubectlOk, layerIntact, readApplication, startSpecGuard, unregister, waitFor, waitForRevision, type SpecGuard } from './harness.js';
 
 // An admission object that still holds every field spec-guard renders can be switched off by
 // what is added to it: a binding's matchResources, a webhook's objectSelector. Such an edit is
@@ -11,7 +11,6 @@ jest.setTimeout(120_000);
 const NS = 'argocd';
 const NEVER = { matchLabels: { 'spec-guard.io/never': 'matches' } };
 const running: SpecGuard[] = [];
-const expireLease = () => kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
 
 afterAll(async () => {
   await Promise.all(running.map((sg) => sg.stop()));

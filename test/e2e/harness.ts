@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -126,6 +126,19 @@ export async function startSpecGuard(config: string, extra: string[] = []): Prom
     metricsPort,
     metrics: async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(),
   };
+}
+
+/** A killed leader's Lease runs until it expires; the tests expire it at once. */
+export const expireLease = () => kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
+
+/** Is spec-guard's admission object of this kind registered? */
+export const admissionObjectExists = (kind: string) => kubectl([], ['get', kind, 'spec-guard']).code === 0;
+
+/** A config file equal to the e2e one, with the admission policy switched off: webhooks only. */
+export function webhooksOnlyConfig(): string {
+  const file = join(tmpdir(), `spec-guard-webhooks-only-${process.pid}.yaml`);
+  writeFileSync(file, `${readFileSync(fixture('config.yaml'), 'utf8')}\nadmissionPolicy: false\n`);
+  return file;
 }
 
 export const POLICY_DENIED = "ValidatingAdmissionPolicy 'spec-guard' with binding 'spec-guard' denied request";

@@ -1,6 +1,3 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import {
   AGENT,
@@ -19,6 +16,9 @@ import {
   readApplication,
   startSpecGuard,
   unregister,
+  admissionObjectExists,
+  expireLease,
+  webhooksOnlyConfig,
   waitFor,
   type KubectlResult,
   type SpecGuard,
@@ -109,14 +109,7 @@ async function doorsClosed(): Promise<void> {
   expect(JSON.stringify(app.status?.operationState ?? {})).not.toContain('hers');
 }
 
-const expireLease = () => kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
-const exists = (kind: string) => kubectl([], ['get', kind, 'spec-guard']).code === 0;
-
-function webhooksOnlyConfig(): string {
-  const file = join(tmpdir(), `spec-guard-doors-webhooks-only-${process.pid}.yaml`);
-  writeFileSync(file, `${readFileSync(fixture('config.yaml'), 'utf8')}\nadmissionPolicy: false\n`);
-  return file;
-}
+const exists = admissionObjectExists;
 
 describeLocal('the side doors of an Application', () => {
   let sg: SpecGuard | undefined;

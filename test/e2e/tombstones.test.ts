@@ -177,6 +177,30 @@ describeLocal('tombstones', () => {
     expect(sg.logs()).not.toMatch(/tombstone[^\n]*argocd\/"/);
   });
 
+  it('3c. a delete the agent made, held by a finalizer longer than a tombstone waits, stays final though the guard layer’s period restarts meanwhile', async () => {
+    const kube = await admin();
+    const agent = { 'Impersonate-User': 'system:serviceaccount:argocd:argocd-agent-agent' };
+    const body = JSON.parse(application('held', NS));
+    body.metadata.finalizers = ['example.com/hold'];
+    await kube.request('POST', APPS, { body, headers: agent, query: { fieldManager: 'argocd-agent' } });
+    await waitFor('stamped and known', async () => (await readApplication(NS, 'held'))?.metadata?.annotations?.['spec-guard.io/stamp']);
+    await kube.request('DELETE', `${APPS}/held`, { headers: agent });
+    expect((await readApplication(NS, 'held'))?.metadata?.deletionTimestamp).toBeDefined();
+    // Longer than a tombstone waits for its delete (10 s), and sweeps run meanwhile.
+    await new Promise((r) => setTimeout(r, 13_000));
+    expect(sg.logs()).not.toMatch(/tombstone expired[^\n]*held/);
+    // Anyone with rights on the binding touches it: the guard layer's period ends and begins anew.
+    kubectlOk([], ['annotate', 'validatingadmissionpolicybinding', 'spec-guard', `touched=${Date.now()}`]);
+    await sg.waitForLog(/blind window begins.*ValidatingAdmissionPolicyBinding/, 10_000);
+    // The finalizer's owner (Argo CD's controller here) lets the delete complete.
+    kubectlOk(['--as=system:serviceaccount:argocd:argocd-application-controller'], ['patch', 'application', '-n', NS, 'held', '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+    await waitFor('held gone', async () => (await readApplication(NS, 'held')) === undefined, 5000, 100);
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await readApplication(NS, 'held')).toBeUndefined();
+    expect(sg.logs()).not.toMatch(/deleted object recreated[^\n]*held/);
+    await sg.waitForLog(/guarded object deleted[^\n]*held[^\n]*trusted \(tombstone\)/, 5000);
+  });
+
   it('4. with --client-ca-file, only the apiserver (its client certificate) is heard: the forged review is refused, the agent is stamped', async () => {
     await sg.stop();
     kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
