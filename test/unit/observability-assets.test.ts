@@ -48,6 +48,16 @@ describe('alert rules and dashboard', () => {
     expect(panelExprs.join('\n')).toContain('apiserver_admission_webhook_fail_open_count');
   });
 
+  it('every alert has a runbook: its runbook_url names a section of docs/runbooks.md', () => {
+    const runbooks = readFileSync(new URL('docs/runbooks.md', root), 'utf8');
+    const sections = new Set([...runbooks.matchAll(/^## (\w+)$/gm)].map((m) => m[1]!.toLowerCase()));
+    for (const alert of alerts as Array<{ alert: string; annotations: { runbook_url?: string } }>) {
+      expect(alert.annotations.runbook_url).toBe(`https://github.com/spec-guard/spec-guard/blob/main/docs/runbooks.md#${alert.alert.toLowerCase()}`);
+      expect(sections.has(alert.alert.toLowerCase())).toBe(true);
+    }
+    expect(sections.size).toBe(alerts.length);
+  });
+
   it('only use metrics spec-guard defines', () => {
     const used = [...alerts.map((a: { expr: string }) => a.expr), ...panelExprs].flatMap(specGuardMetrics);
     expect(used.length).toBeGreaterThan(10);
