@@ -23,3 +23,13 @@ describe('the Helm chart', () => {
     expect(read(`charts/spec-guard/profiles/${profile}.yaml`)).toBe(read(`manifests/overlays/${profile}/config.yaml`));
   });
 });
+
+describe('compatibility', () => {
+  it('the chart’s kubeVersion is the README table’s minimum Kubernetes, and the suite runs on a supported version', () => {
+    const row = read('README.md').split('\n').find((l) => l.startsWith('| Kubernetes |'))!;
+    const minimum = /\| >= (\d+\.\d+) \|/.exec(row)![1];
+    expect(read('charts/spec-guard/Chart.yaml')).toContain(`kubeVersion: ">=${minimum}.0-0"`);
+    const tested = /KUBE_VERSION_DEFAULT=v(\d+\.\d+)\./.exec(read('scripts/versions.sh'))![1];
+    expect(tested).toBe(minimum);
+  });
+});
