@@ -18,6 +18,16 @@ afterAll(async () => {
   kubectl([], ['delete', 'application', '-n', NS, 'edited-a', '--ignore-not-found', '--wait=false']);
 });
 
+/** spec-guard as a GitOps install runs it: leading, registering nothing itself. */
+async function startUnregistered(config: string): Promise<SpecGuard> {
+  unregister();
+  expireLease();
+  const sg = await startSpecGuard(config, ['--no-register']);
+  running.push(sg);
+  await sg.waitForLog(/became the leader/);
+  return sg;
+}
+
 const guardIntact = async (sg: SpecGuard) => metricValue(parsePrometheusText(await sg.metrics()), 'spec_guard_admission_layer_intact', { layer: 'guard' });
 
 (inCluster ? describe.skip : describe)('edits that add to the admission objects', () => {
@@ -39,12 +49,8 @@ const guardIntact = async (sg: SpecGuard) => metricValue(parsePrometheusText(awa
   });
 
   it('2. registered the GitOps way, an added selector is no continuity: the layer reads broken, and a change made through it is reverted, not learned', async () => {
-    unregister();
-    expireLease();
     const config = fixture('config.yaml');
-    const sg = await startSpecGuard(config, ['--no-register']);
-    running.push(sg);
-    await sg.waitForLog(/became the leader/);
+    const sg = await startUnregistered(config);
     installLayers(config, sg);
     await layerIntact(sg, 'guard');
     agentApply('edited-a', NS);
@@ -66,12 +72,8 @@ const guardIntact = async (sg: SpecGuard) => metricValue(parsePrometheusText(awa
   });
 
   it('3. registered for another identity than the one spec-guard runs as: said loudly, and never taken as a layer in force', async () => {
-    unregister();
-    expireLease();
     const config = fixture('config.yaml');
-    const sg = await startSpecGuard(config, ['--no-register']);
-    running.push(sg);
-    await sg.waitForLog(/became the leader/);
+    const sg = await startUnregistered(config);
     installLayers(config, sg, undefined, 'system:serviceaccount:elsewhere:spec-guard');
     await sg.waitForLog(/does not trust this replica.*ValidatingAdmissionPolicy/, 15_000);
     const untrusted = async (kind: string) => metricValue(parsePrometheusText(await sg.metrics()), 'spec_guard_self_untrusted', { kind });

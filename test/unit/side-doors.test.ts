@@ -103,17 +103,23 @@ describe('the side doors at admission', () => {
   });
 });
 
+/** alice's captured update, its old object (with the agent's operation) stamped and learned by the watcher. */
+function learnedWithOperation() {
+  const t = context();
+  const { request } = update('alice');
+  request.oldObject!.operation = { sync: { revision: 'v2' } };
+  stamp(t, request, request.oldObject!);
+  const key = keyOf(request);
+  const rule = t.policy.rules[0]!;
+  const learned = observe(request.oldObject!, rule, key, undefined, undefined, t.stamper);
+  if (learned.kind !== 'learn') throw new Error(`expected learn, got ${learned.kind}`);
+  return { t, request, key, rule, learned };
+}
+
 describe('the side doors behind admission', () => {
   /** The stamped object the watcher knows, and the same object after `write`. */
   function observed(write: (o: KubeObject) => void) {
-    const t = context();
-    const { request } = update('alice');
-    request.oldObject!.operation = { sync: { revision: 'v2' } };
-    stamp(t, request, request.oldObject!);
-    const key = keyOf(request);
-    const rule = t.policy.rules[0]!;
-    const learned = observe(request.oldObject!, rule, key, undefined, undefined, t.stamper);
-    if (learned.kind !== 'learn') throw new Error(`expected learn, got ${learned.kind}`);
+    const { t, request, key, rule, learned } = learnedWithOperation();
     const object = structuredClone(request.oldObject!);
     object.metadata!.resourceVersion = '999';
     write(object);
@@ -160,14 +166,7 @@ describe('the side doors behind admission', () => {
 
 describe('upgrading from a spec-guard that guarded /spec alone', () => {
   it('an entry learned before the doors were named adopts them from the object: nothing is stripped; a real spec drift is still found', () => {
-    const t = context();
-    const { request } = update('alice');
-    request.oldObject!.operation = { sync: { revision: 'v2' } };
-    stamp(t, request, request.oldObject!);
-    const key = keyOf(request);
-    const rule = t.policy.rules[0]!;
-    const learned = observe(request.oldObject!, rule, key, undefined, undefined, t.stamper);
-    if (learned.kind !== 'learn') throw new Error(`expected learn, got ${learned.kind}`);
+    const { t, request, key, rule, learned } = learnedWithOperation();
     // What the previous release stored: /spec only, no view id.
     const { view: _view, ...legacy } = { ...learned.entry, valuesJson: JSON.stringify({ '/spec': request.oldObject!.spec }), viewHash: 'legacy' };
     const object = structuredClone(request.oldObject!);
