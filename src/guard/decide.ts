@@ -6,6 +6,8 @@ import { TooDeepError } from './canonical-json.js';
 import { getAt, hasParent, parsePointer, removeAt, setAt } from './pointer.js';
 import { cloneJson } from '../kube/json.js';
 import { isFresh } from './freshness.js';
+import type { Layers } from './attribution.js';
+import { attributeStored } from './observe.js';
 import { type GuardedValues, type PatchOp } from './guarded-view.js';
 import { type Policy, type Rule } from './policy.js';
 import type { AdmissionRequest, KubeObject } from '../kube/types.js';
@@ -23,6 +25,8 @@ export interface DecisionContext {
   now: number;
   /** Namespace labels, for rules that select namespaces by them (unknown: selected). */
   namespaceLabels?: NamespaceLabels;
+  /** The admission layers as this replica last verified them (unknown: none vouches). */
+  layers?: Layers;
 }
 
 interface Canonical {
@@ -118,6 +122,9 @@ function keepCanonical(rule: Rule, key: string, old: KubeObject, object: KubeObj
   if (oldHash === entry.viewHash) return undefined;
   // A fresh stamp: a trusted write the cache has not seen yet, canonical itself.
   if (freshlyStamped(rule, key, old, ctx)) return undefined;
+  // The guard layer vouches for the stored change (continuity): a trusted writer made it
+  // unstamped (the stamp webhook fails open), on this replica as on the leader.
+  if (ctx.layers && attributeStored(rule, entry, old, ctx.layers) === 'trusted') return undefined;
   const values = entryValues(entry);
   const drifted = rule.view.changedPointers(values, old);
   const written = rule.view.changedPointers(rule.view.valuesOf(old), object);

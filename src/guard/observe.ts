@@ -129,6 +129,19 @@ export function observe(
   return { kind: 'changed', entry: sameCopy, previous, changed, viewHash: view.hash };
 }
 
+/** In warn mode untrusted writers are admitted: the guard layer vouches for nothing. */
+const warnAware = (rule: Rule, layers: Layers): Layers => (rule.mode === 'warn' ? { ...layers, guard: { intact: false } } : layers);
+
+/**
+ * Who made the stored object's difference from the canonical value `previous`, by continuity.
+ * The guard layer does not vouch for a change its CEL cannot see (a number rewritten as an
+ * equal double). `sameCopy`: the canonical value of this very copy (same uid), if known.
+ */
+export function attributeStored(rule: Rule, previous: CanonicalEntry, object: KubeObject, layers: Layers, sameCopy: CanonicalEntry | undefined = !previous.uid || previous.uid === object.metadata?.uid ? previous : undefined): Attribution {
+  const effective = invisibleToPolicy(rule, previous, object) ? { ...layers, guard: { intact: false } } : warnAware(rule, layers);
+  return attributeChange(effective, sameCopy, object, rule.config.creates === 'allow');
+}
+
 /** Do the guarded values differ from the canonical ones only where CEL sees no difference? */
 function invisibleToPolicy(rule: Rule, previous: CanonicalEntry, object: KubeObject): boolean {
   const before = entryValues(previous);
@@ -158,11 +171,7 @@ export function resolve(
   stamper: Stamper,
   now: number,
 ): ChangePlan {
-  // In warn mode untrusted writers are admitted: the guard layer vouches for nothing. Nor does
-  // it for a change its CEL cannot see (a number rewritten as an equal double).
-  const unseen = obs.previous !== undefined && invisibleToPolicy(rule, obs.previous, object);
-  const effective = rule.mode === 'warn' || unseen ? { ...layers, guard: { intact: false } } : layers;
-  const attribution = attributeChange(effective, obs.entry, object, rule.config.creates === 'allow');
+  const attribution = obs.previous ? attributeStored(rule, obs.previous, object, layers, obs.entry) : attributeChange(warnAware(rule, layers), obs.entry, object, rule.config.creates === 'allow');
   const learn = (consumed?: boolean): ChangePlan => {
     const seq = nextSeq(now, obs.previous?.seq);
     return { action: 'learn', entry: entryFrom(object, rule, obs.viewHash, stamper.stamp(obs.viewHash, key, seq), seq, obs.previous), attribution, consumed };

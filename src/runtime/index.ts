@@ -1,7 +1,7 @@
 import type { Server } from 'node:https';
 import { expiryOf, type ServingMaterial, type TlsFiles } from '../certs/index.js';
 import type { Config } from '../config/index.js';
-import { objectKey, Policy, reviewedName, Stamper } from '../guard/index.js';
+import { objectKey, Policy, reviewedName, Stamper, type Layers } from '../guard/index.js';
 import { EventRecorder, type AdmissionRequest, type KubeClient } from '../kube/index.js';
 import { createLogger, type Logger, type LogLevel } from '../log/index.js';
 import { createMetricsServer, Metrics } from '../metrics/index.js';
@@ -71,10 +71,12 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   // Rules that select namespaces by label read them from a watch of the namespaces.
   const namespaces = kube && policy.readsNamespaceLabels ? new NamespaceLabelCache(kube, logger) : undefined;
   let ready = false;
+  // The admission layers as last verified (once the cluster parts run): admission reads them.
+  const layers: { current: () => Layers | undefined } = { current: () => undefined };
   server = createWebhookServer({
     tls: tls.material,
     clientCa,
-    decisionContext: () => ({ policy, canonical: cache, stamper, namespaceLabels: namespaces?.get, now: Date.now() }),
+    decisionContext: () => ({ policy, canonical: cache, stamper, namespaceLabels: namespaces?.get, now: Date.now(), layers: layers.current() }),
     metrics,
     logger,
     knowNamespace: namespaces && ((namespace) => namespaces.ensure(namespace)),
@@ -86,7 +88,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   await parts.start();
   const webhookPort = await listen(server, o.port, o.bindAddress, 'webhook');
   const metricsPort = await listen(metricsServer, o.metricsPort, o.bindAddress, 'metrics');
-  const identity = kube ? await addClusterParts(parts, { o, kube, policy, cache, store, stamper, metrics, logger, registrar, namespaces }) : undefined;
+  const identity = kube ? await addClusterParts(parts, { o, kube, policy, cache, store, stamper, metrics, logger, registrar, namespaces, layers }) : undefined;
   await parts.start();
   ready = true;
   logger.info('spec-guard ready', { webhookPort, metricsPort, mode: kube ? 'cluster' : 'standalone', selfUser, config: o.configFile, registered: Boolean(registrar), store: store.description, identity });
@@ -126,6 +128,8 @@ type ClusterDeps = Pick<WatcherDeps, 'kube' | 'policy' | 'cache' | 'store' | 'st
   o: RuntimeOptions;
   registrar?: WebhookRegistrar;
   namespaces?: NamespaceLabelCache;
+  /** Where admission finds the layers as last verified. */
+  layers: { current: () => Layers | undefined };
 };
 
 /**
@@ -146,6 +150,7 @@ async function addClusterParts(parts: Lifecycle, d: ClusterDeps): Promise<string
     { kube, policy, namespace: o.namespace, serving: () => servingSince, save: (record) => store.saveContinuity(record), isLeader, logger, metrics, onEstablished: () => watcher.onLayersEstablished() },
     snapshot.continuity,
   );
+  d.layers.current = () => continuity.lastVerified();
   const events = new EventRecorder(kube, o.identity ?? SPEC_GUARD, (err) => logger.warn('event not recorded', { error: err.message }));
   const watcher: Watcher = new Watcher({
     ...d,
@@ -170,6 +175,8 @@ async function addClusterParts(parts: Lifecycle, d: ClusterDeps): Promise<string
       start: async () => {
         servingSince = await currentRevision(kube);
         continuity.start();
+        // Admission asks for the layers from the first review on (a follower included).
+        await continuity.verify().catch(warnOnFailure('verifying the admission layers failed'));
       },
       stop: () => continuity.stop(),
       setLeading: (leading) => void (leading && continuity.persist().catch(warnOnFailure('storing the admission layers’ continuity failed'))),

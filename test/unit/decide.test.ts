@@ -387,4 +387,32 @@ describe('a trusted write does not launder drift', () => {
     const kept = applyDecision(full, decide({ ...agentWrite, object: full }, 'mutate', t.ctx));
     expect((spec(kept).source as Record<string, unknown>).targetRevision).toBe('v3');
   });
+
+  it('the agent’s own unstamped write, stored while the guard layer held (on a replica that does not lead), is not put back by its next partial write', () => {
+    const t = context();
+    const { request } = review('alice-update-spec');
+    const rule = t.policy.rules[0]!;
+    const key = keyOf(request);
+    const canonical = structuredClone(request.oldObject!);
+    canonical.metadata!.resourceVersion = '100';
+    stamp(t, request, canonical);
+    const learned = observe(canonical, rule, key, undefined, undefined, t.stamper);
+    if (learned.kind !== 'learn') throw new Error('expected learn');
+    t.cache.set(key, learned.entry);
+    // While every replica was down, the agent wrote v2: admitted by the policy, not stamped.
+    const unstamped = structuredClone(canonical);
+    setTargetRevision(unstamped, 'v2');
+    unstamped.metadata!.resourceVersion = '120';
+    const written = structuredClone(unstamped);
+    (spec(written).source as Record<string, unknown>).path = 'new-path';
+    const agentWrite = { ...request, userInfo: { username: AGENT }, oldObject: unstamped, object: written };
+    // The guard layer held since before the canonical value was known (revision 50).
+    const intact = { intact: true, since: '50', sinceTime: 0 };
+    const layers = { guard: intact, stamp: { intact: false }, tombstone: intact };
+    const stored = applyDecision(written, decide(agentWrite, 'mutate', { ...t.ctx, layers }));
+    expect((spec(stored).source as Record<string, unknown>).targetRevision).toBe('v2');
+    // Without that evidence (a blind window), the canonical value is kept as before.
+    const blind = applyDecision(written, decide(agentWrite, 'mutate', { ...t.ctx, layers: { ...layers, guard: { intact: false } } }));
+    expect((spec(blind).source as Record<string, unknown>).targetRevision).toBe((spec(canonical).source as Record<string, unknown>).targetRevision);
+  });
 });
