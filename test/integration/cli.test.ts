@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +25,30 @@ describe('spec-guard CLI', () => {
       expect(stdout).toContain(`Usage: spec-guard ${command}`);
     }
     expect(runCli(['--help']).stdout).toContain('Commands:');
+  });
+
+  it('the README’s synopsis and the chart’s NOTES.txt name exactly the flags and the binary the CLI has', () => {
+    const root = new URL('../../', import.meta.url);
+    const readme = readFileSync(new URL('README.md', root), 'utf8');
+    const synopsis = /## Command line\n\n```\n([\s\S]*?)```/.exec(readme)![1]!;
+    // A flag is what a flag line of the help starts with, or what a usage line names.
+    const onLine = (l: string) => (/^\s{1,4}--/.test(l) ? [l.trim().split(/\s/)[0]!] : /^\s*(Usage:|spec-guard|\[)/.test(l) ? (l.match(/--[a-z][a-z-]*/g) ?? []) : []);
+    const flags = (text: string) => [...new Set(text.split('\n').flatMap(onLine))].filter((f) => f !== '--help').sort();
+    // A command's lines: those that start with it, and the indented ones that continue them.
+    const byCommand = new Map<string, string>();
+    let current = '';
+    for (const line of synopsis.split('\n')) {
+      if (!line.startsWith(' ')) current = line.split(' ')[1] ?? '';
+      byCommand.set(current, `${byCommand.get(current) ?? ''}\n${line}`);
+    }
+    for (const command of ['serve', 'check-config', 'manifests', 'status', 'rotate']) {
+      expect({ command, flags: flags(byCommand.get(command) ?? '') }).toEqual({ command, flags: flags(runCli([command, '--help']).stdout) });
+    }
+    // The image has no spec-guard on its PATH: NOTES.txt runs the CLI as the image's entrypoint does.
+    const entrypoint = (JSON.parse(/^ENTRYPOINT (.*)$/m.exec(readFileSync(new URL('Dockerfile', root), 'utf8'))![1]!) as string[]).join(' ');
+    const notes = readFileSync(new URL('charts/spec-guard/templates/NOTES.txt', root), 'utf8');
+    for (const exec of notes.match(/exec deploy\/spec-guard -- .*/g) ?? []) expect(exec).toContain(`-- ${entrypoint} `);
+    expect(notes).toMatch(/exec deploy\/spec-guard -- /);
   });
 
   it('check-config prints the effective policy', () => {
