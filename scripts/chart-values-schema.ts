@@ -34,6 +34,11 @@ export function chartValuesSchema(): Record<string, unknown> {
       register: { type: 'boolean', description: 'false: a GitOps install applies the admission objects itself (spec-guard runs --no-register)' },
       resources: { type: 'object' },
       nodeOptions: { type: 'string' },
+      metricsScrapeNamespaces: {
+        type: 'array',
+        items: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' },
+        description: 'Namespaces whose pods may scrape the metrics port (the NetworkPolicy), besides any labelled spec-guard.io/metrics=allowed',
+      },
     },
     required: ['profile'],
   };
