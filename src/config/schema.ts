@@ -131,6 +131,12 @@ const resourceRule = resourceRuleFields.transform((rule, ctx) => {
 const trust = z.strictObject({
   users: z.array(z.string().min(1)).default(['system:serviceaccount:argocd:argocd-agent-agent']),
   groups: z.array(z.string().min(1)).default([]),
+  /**
+   * Break glass: members of these groups write as the source of truth (admitted, stamped, never
+   * reverted), each write loud (a kubectl warning, a log line, a metric, an alert). Grant the
+   * group through RBAC impersonation to whoever may act in an emergency.
+   */
+  breakGlassGroups: z.array(z.string().min(1)).default([]),
   /** Removed: managedFields are not evidence of who wrote (any writer sets them). */
   fieldManagers: z
     .unknown()

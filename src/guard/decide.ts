@@ -163,6 +163,13 @@ function generatedName(prefix: string, uid: string): string {
   return `${prefix.slice(0, 253 - 5)}${suffix}`;
 }
 
+/** A break-glass write is decided as the source of truth's, and says so. */
+function breakGlass(req: AdmissionRequest, decision: Decision): Decision {
+  if (decision.kind !== 'allow') return decision;
+  const warning = `spec-guard: break-glass ${req.operation} of ${describe(req, req.object ?? req.oldObject)} by ${req.userInfo.username ?? 'unknown'}: admitted as the source of truth's and never reverted; the source of truth overwrites it at its next sync.`;
+  return { ...decision, reason: 'break-glass', warnings: [...(decision.warnings ?? []), warning] };
+}
+
 /** Does this write move the object into or out of a rule's selection (its labels or annotations)? */
 function selectionChanged(req: AdmissionRequest, ctx: DecisionContext): boolean {
   const { group, resource } = req.resource;
@@ -288,6 +295,7 @@ function decideGuarded(req: AdmissionRequest, webhook: Webhook, ctx: DecisionCon
   if (!rule) return { kind: 'allow', reason: 'unguarded' };
 
   const key = objectKey(req.resource.group, req.resource.resource, req.namespace, reviewedName(req));
+  if (ctx.policy.isBreakGlass(req.userInfo)) return breakGlass(req, decideTrusted(req, webhook, rule, key, ctx));
   if (ctx.policy.isTrusted(req.userInfo)) return decideTrusted(req, webhook, rule, key, ctx);
   if (rule.mode === 'off') return { kind: 'allow', reason: 'mode-off' };
 

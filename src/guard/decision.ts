@@ -11,6 +11,8 @@ export type AllowReason =
   | 'unguarded'
   | 'subresource'
   | 'trusted'
+  /** A trusted write through a break-glass group: loud. */
+  | 'break-glass'
   | 'unchanged'
   | 'mode-off'
   | 'warned'

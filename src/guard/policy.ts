@@ -27,6 +27,7 @@ export interface Rule {
 export class Policy {
   private readonly users: Set<string>;
   private readonly groups: Set<string>;
+  private readonly breakGlass: Set<string>;
   readonly rules: Rule[];
   private readonly byResource = new Map<string, Rule[]>();
   /** Does any rule select namespaces by their labels (so namespace labels must be known)? */
@@ -39,7 +40,8 @@ export class Policy {
   ) {
     this.users = new Set(config.trust.users);
     if (selfUser) this.users.add(selfUser);
-    this.groups = new Set(config.trust.groups);
+    this.groups = new Set([...config.trust.groups, ...config.trust.breakGlassGroups]);
+    this.breakGlass = new Set(config.trust.breakGlassGroups);
     this.rules = config.resources.map((rc, index) => ({
       index,
       config: rc,
@@ -61,6 +63,18 @@ export class Policy {
    */
   resourceLabel(group: string, resource: string): string {
     return this.byResource.has(`${group}/${resource}`) ? resourceName(group, resource) : 'other';
+  }
+
+  /** Every group whose members are trusted: the configured ones and the break-glass ones. */
+  get trustedGroups(): string[] {
+    return [...this.groups];
+  }
+
+  /** Is this a break-glass write: trusted only through a break-glass group? */
+  isBreakGlass(user: UserInfo | undefined): boolean {
+    if (!user || (user.username !== undefined && this.users.has(user.username))) return false;
+    const groups = user.groups ?? [];
+    return groups.some((g) => this.breakGlass.has(g)) && !groups.some((g) => this.groups.has(g) && !this.breakGlass.has(g));
   }
 
   isTrusted(user: UserInfo | undefined): boolean {

@@ -117,7 +117,7 @@ function doorValidations(rule: Rule, on: string) {
 
 export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string[]) {
   const covered = policy.rules.filter(policyCovers);
-  const trusted = identityExpression([...policy.config.trust.users, ...(policy.selfUser ? [policy.selfUser] : [])], policy.config.trust.groups);
+  const trusted = identityExpression([...policy.config.trust.users, ...(policy.selfUser ? [policy.selfUser] : [])], policy.trustedGroups);
   const variables: Array<{ name: string; expression: string }> = [];
   const validations: Array<{ expression: string; messageExpression: string; reason: string }> = [];
 

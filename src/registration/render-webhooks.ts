@@ -66,7 +66,7 @@ export function policyHolds(policy: Policy): boolean {
  */
 export function renderWebhookConfigurations(policy: Policy, options: RenderOptions) {
   const users = [...policy.config.trust.users, ...(policy.selfUser ? [policy.selfUser] : [])];
-  const trusted = identityExpression(users, policy.config.trust.groups);
+  const trusted = identityExpression(users, policy.trustedGroups);
   const changed = guardedChangeExpression(policy);
   // With the in-apiserver policy in place for every rule that refuses or undoes untrusted
   // changes, the guard webhook adds precision (messages, normalizers, rewrite) but need not

@@ -168,7 +168,7 @@ function createWebhookApp(options: WebhookServerOptions): express.Express {
 }
 
 function logDecision(logger: Logger, webhook: Webhook, req: AdmissionRequest, decision: Decision): void {
-  const important = decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned';
+  const important = decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned' || decision.reason === 'break-glass';
   if (!important && !logger.enabled('debug')) return;
   const fields = {
     uid: req.uid,
@@ -180,7 +180,8 @@ function logDecision(logger: Logger, webhook: Webhook, req: AdmissionRequest, de
     changed: decision.kind === 'deny' ? decision.changed : undefined,
     dryRun: req.dryRun || undefined,
   };
-  if (important) logger.info('admission decision', fields);
+  if (decision.kind === 'allow' && decision.reason === 'break-glass') logger.warn('admission decision: break glass', fields);
+  else if (important) logger.info('admission decision', fields);
   else logger.debug('admission decision', fields);
 }
 

@@ -17,6 +17,7 @@ describe('configuration', () => {
     expect(config.trust).toEqual({
       users: ['system:serviceaccount:argocd:argocd-agent-agent'],
       groups: [],
+      breakGlassGroups: [],
       normalizedWriters: ['system:serviceaccount:argocd:argocd-application-controller'],
     });
     expect(config.resources[0]).toEqual({

@@ -1,9 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { observe, STAMP_ANNOTATION, STAMP_POINTER } from '../../src/guard/index.js';
-import { decide } from '../../src/guard/index.js';
+import { decide, Policy } from '../../src/guard/index.js';
+import { parseConfig } from '../../src/config/index.js';
 import { reviewResponse } from '../../src/webhook/index.js';
 import type { KubeObject } from '../../src/kube/index.js';
-import { AGENT, SELF, applyDecision, context, keyOf, review, setTargetRevision, stamp } from '../helpers/admission.js';
+import { AGENT, SELF, applyDecision, configYaml, context, keyOf, review, setTargetRevision, stamp } from '../helpers/admission.js';
 
 const spec = (o: KubeObject | null | undefined) => o?.spec as Record<string, unknown>;
 
@@ -414,5 +415,26 @@ describe('a trusted write does not launder drift', () => {
     // Without that evidence (a blind window), the canonical value is kept as before.
     const blind = applyDecision(written, decide(agentWrite, 'mutate', { ...t.ctx, layers: { ...layers, guard: { intact: false } } }));
     expect((spec(blind).source as Record<string, unknown>).targetRevision).toBe((spec(canonical).source as Record<string, unknown>).targetRevision);
+  });
+});
+
+describe('break glass', () => {
+  it('a member of a break-glass group writes as the source of truth, stamped, and is told so; others in the same user stay refused', () => {
+    const t = context();
+    const policy = new Policy(parseConfig(configYaml('mode: enforce\nnormalizer: argocd-application').replace('  groups: [argocd-agents]', '  groups: [argocd-agents]\n  breakGlassGroups: [spec-guard:break-glass]'), 'bg.yaml'), SELF);
+    const ctx = { ...t.ctx, policy };
+    const { request } = review('alice-update-spec');
+    request.userInfo = { username: 'alice', groups: ['developers', 'spec-guard:break-glass'] };
+    const decision = decide(request, 'mutate', ctx);
+    expect(decision).toMatchObject({ kind: 'allow', reason: 'break-glass' });
+    if (decision.kind === 'allow') {
+      expect(decision.warnings?.join()).toMatch(/break-glass UPDATE of Application argocd\/guestbook by alice/);
+      const stored = applyDecision(request.object!, decision);
+      expect(t.stamper.verify(stored.metadata!.annotations![STAMP_ANNOTATION], keyOf(request))).toBe(policy.rules[0]!.view.of(stored).hash);
+    }
+    request.userInfo = { username: 'alice', groups: ['developers'] };
+    expect(decide(request, 'validate', ctx).kind).toBe('deny');
+    // A trusted identity is never reported as break glass.
+    expect(policy.isBreakGlass({ username: AGENT, groups: ['spec-guard:break-glass'] })).toBe(false);
   });
 });

@@ -32,6 +32,7 @@ describe('alert rules and dashboard', () => {
       'SpecGuardUnattributedChanges',
       'SpecGuardStoreNearlyFull',
       'SpecGuardStampWebhookFailingOpen',
+      'SpecGuardBreakGlass',
       'SpecGuardSelfUntrusted',
     ]);
   });
