@@ -149,6 +149,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly trustedIdentityMissing = new Gauge({
+    name: 'spec_guard_trusted_identity_missing',
+    help: 'A trusted user (trust.users) that is a service account which does not exist, found at start: 1. Labels come from the configuration.',
+    labelNames: ['identity'] as const,
+    registers: [this.registry],
+  });
+
   readonly selfUntrusted = new Gauge({
     name: 'spec_guard_self_untrusted',
     help: 'Admission objects registered (by another install) without this replica among their trusted identities, by kind: its own reverts are refused.',

@@ -72,6 +72,8 @@ export function renderRbac(policy: Policy, o: RbacOptions): Array<Record<string,
   bind('ClusterRole', SPEC_GUARD, undefined, [
     ...admission,
     { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
+    // At start: does each trusted service account exist (an agent installed under another name)?
+    { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get'] },
     ...(policy.readsNamespaceLabels ? [{ apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] }] : []),
     ...(guarded.get('') ?? []),
   ]);

@@ -10,6 +10,7 @@ import { CanonicalCache, createStore, LeaderElector, NamespaceLabelCache, stampe
 import { createWebhookServer } from '../webhook/index.js';
 import { SPEC_GUARD } from '../names.js';
 import { checkBeforeStart, connect, whoAmI } from './cluster.js';
+import { checkTrustedIdentities } from './trusted-identities.js';
 import { drain, listen } from './http.js';
 import { Lifecycle, type Component } from './lifecycle.js';
 import { readClientCa, servingHosts, servingTls } from './tls.js';
@@ -173,6 +174,7 @@ async function addClusterParts(parts: Lifecycle, d: ClusterDeps): Promise<string
     {
       name: 'admission layers continuity',
       start: async () => {
+        await checkTrustedIdentities(kube, policy.config.trust.users, logger, metrics);
         servingSince = await currentRevision(kube);
         continuity.start();
         // Admission asks for the layers from the first review on (a follower included).

@@ -33,6 +33,7 @@ describe('alert rules and dashboard', () => {
       'SpecGuardStoreNearlyFull',
       'SpecGuardStampWebhookFailingOpen',
       'SpecGuardBreakGlass',
+      'SpecGuardTrustedIdentityMissing',
       'SpecGuardSelfUntrusted',
     ]);
   });
