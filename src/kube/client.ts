@@ -25,8 +25,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Called with the response headers (e.g. for the apiserver's Date). */
   onHeaders?: (headers: http.IncomingHttpHeaders) => void;
-  /** Extra request headers (e.g. Impersonate-User). */
-  headers?: Record<string, string>;
+  /** Extra request headers (e.g. Impersonate-User; a list for a repeated one, Impersonate-Group). */
+  headers?: Record<string, string | string[]>;
 }
 
 /**
@@ -106,7 +106,7 @@ export class KubeClient {
   private async open(method: string, path: string, options: RequestOptions, body?: string, agent = this.agent): Promise<http.ClientRequest> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    const headers: Record<string, string> = { ...(this.base.headers as Record<string, string>), ...(await this.authHeaders()), accept: 'application/json', ...options.headers };
+    const headers: Record<string, string | string[]> = { ...(this.base.headers as Record<string, string>), ...(await this.authHeaders()), accept: 'application/json', ...options.headers };
     if (body !== undefined) {
       headers['content-type'] = options.contentType ?? 'application/json';
       // Node frames a DELETE body neither as chunks nor by length unless told: the apiserver

@@ -1,6 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { metricValue, parsePrometheusText } from '../helpers/prometheus.js';
 import { AGENT, ALICE, agentApply, expireLease, fixture, inCluster, kubectl, layerIntact, policyInForce, readApplication, startSpecGuard, targetRevision, unregister, type SpecGuard } from './harness.js';
@@ -12,8 +10,8 @@ jest.setTimeout(120_000);
 
 const NS = 'argocd';
 const GROUP = 'spec-guard:break-glass';
-const config = join(tmpdir(), `spec-guard-break-glass-${process.pid}.yaml`);
-writeFileSync(config, readFileSync(fixture('config.yaml'), 'utf8').replace('  groups: []', `  groups: []\n  breakGlassGroups: [${GROUP}]`));
+// The e2e configuration names the group; nobody else is in it.
+const config = fixture('config.yaml');
 const ONCALL = ['--as=alice', '--as-group=developers', `--as-group=${GROUP}`];
 
 (inCluster ? describe.skip : describe)('break glass', () => {
@@ -32,6 +30,10 @@ const ONCALL = ['--as=alice', '--as-group=developers', `--as-group=${GROUP}`];
     await sg?.stop();
     unregister();
     kubectl([], ['delete', 'application', '-n', NS, 'glass', '--ignore-not-found', '--wait=false']);
+  });
+
+  it('is the e2e configuration’s break-glass group', () => {
+    expect(readFileSync(config, 'utf8')).toContain(`breakGlassGroups: [${GROUP}]`);
   });
 
   it('the on-call edit passes every layer with a warning, is stamped, and nothing reverts it; alice alone is still refused', async () => {
