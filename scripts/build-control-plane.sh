@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the Go module proxy into the cache folder.
+# Builds kube-apiserver, kube-controller-manager and etcd from the Go module proxy into the
+# cache folder. (The controller manager runs only the garbage collector: what an uninstall
+# relies on to remove the admission objects spec-guard registered.)
 # Reuses the machine's Go build and module caches, so a second build only links.
-# Usage: scripts/build-control-plane.sh   (prints the kube-apiserver binary, then the etcd one)
+# Usage: scripts/build-control-plane.sh   (prints the kube-apiserver binary, the etcd one, then
+# the kube-controller-manager one)
 # SPEC_GUARD_KUBE_VERSION picks another Kubernetes version (scripts/versions.sh).
 set -euo pipefail
 
@@ -53,5 +56,8 @@ version_pkg=k8s.io/component-base/version
 kube_ldflags="-X $version_pkg.gitVersion=$KUBE_VERSION -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor -X $version_pkg.gitTreeState=clean"
 wrapped_build k8s.io/kubernetes "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-apiserver \
   "$bin/kube-apiserver-$KUBE_VERSION" "v0.${KUBE_VERSION#v1.}" "$kube_ldflags"
+wrapped_build k8s.io/kubernetes "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-controller-manager \
+  "$bin/kube-controller-manager-$KUBE_VERSION" "v0.${KUBE_VERSION#v1.}" "$kube_ldflags"
 echo "$bin/kube-apiserver-$KUBE_VERSION"
 echo "$bin/etcd-$ETCD_VERSION"
+echo "$bin/kube-controller-manager-$KUBE_VERSION"

@@ -4,7 +4,10 @@
 #   scripts/control-plane.sh env    print `export KUBECONFIG=…`
 #   scripts/control-plane.sh down   stop both and remove their state
 # Environment: CP_NAME (state folder name, default "default"), CP_APISERVER_PORT (default 16443),
-# CP_ETCD_PORT (default 12379; the peer port is the next one), SPEC_GUARD_CACHE (build cache).
+# CP_ETCD_PORT (default 12379; the peer port is the next one), SPEC_GUARD_CACHE (build cache),
+# CP_CONTROLLERS (kube-controller-manager's --controllers, e.g. garbagecollector; default: no
+# controller manager), CP_INSTALL (managed-agent: spec-guard's namespace and RBAC as the
+# overlay ships them, the default; none: nothing of spec-guard's, for the uninstall tests).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,6 +16,8 @@ name="${CP_NAME:-default}"
 state="$cache/control-plane/$name"
 api_port="${CP_APISERVER_PORT:-16443}"
 etcd_port="${CP_ETCD_PORT:-12379}"
+controllers="${CP_CONTROLLERS:-}"
+install="${CP_INSTALL:-managed-agent}"
 kubeconfig="$state/admin.kubeconfig"
 
 log() { printf '[control-plane:%s] %s\n' "$name" "$*" >&2; }
@@ -110,15 +115,16 @@ wait_ready() {
 }
 
 up() {
-  if running apiserver && running etcd; then
+  if running apiserver && running etcd && { [[ -z "$controllers" ]] || running controller-manager; }; then
     log "already running on 127.0.0.1:$api_port; reusing it"
     echo "$kubeconfig"; return 0
   fi
   [[ -d "$state" ]] && down_quiet
-  local built apiserver_bin etcd_bin
+  local built apiserver_bin etcd_bin controller_manager_bin
   built="$("$root/scripts/build-control-plane.sh")"
   apiserver_bin="$(sed -n 1p <<<"$built")"
   etcd_bin="$(sed -n 2p <<<"$built")"
+  controller_manager_bin="$(sed -n 3p <<<"$built")"
   mkdir -p "$state/etcd"
   make_pki
   write_admission_config
@@ -143,6 +149,13 @@ up() {
     >"$state/apiserver.log" 2>&1 < /dev/null &
   echo $! >"$state/apiserver.pid"
   wait_ready
+  if [[ -n "$controllers" ]]; then
+    log "starting kube-controller-manager (--controllers $controllers)"
+    setsid "$controller_manager_bin" --kubeconfig "$kubeconfig" --controllers "$controllers" \
+      --leader-elect=false --secure-port 0 --use-service-account-credentials=false \
+      >"$state/controller-manager.log" 2>&1 < /dev/null &
+    echo $! >"$state/controller-manager.pid"
+  fi
   KUBECONFIG="$kubeconfig" kubectl apply --server-side -f "$root/test/e2e/crds/" -f "$root/test/e2e/fixtures/identities.yaml" >&2
   # A CRD created a moment ago may have no status yet, which makes `kubectl wait` fail at once.
   local established=""
@@ -152,13 +165,15 @@ up() {
   done
   [[ -n "$established" ]] || die "the CRDs did not become Established"
 
-  # spec-guard's namespace, service account and least-privilege RBAC, as shipped. (With no
-  # scheduler or nodes here, its Deployment stays without pods: spec-guard runs locally.)
-  KUBECONFIG="$kubeconfig" kubectl kustomize "$root/manifests/overlays/managed-agent" \
-    | KUBECONFIG="$kubeconfig" kubectl apply --server-side --field-manager=spec-guard-install -f - >&2
-  # The e2e configuration guards two namespaces more (rewrite and warn mode): its RBAC, as
-  # `spec-guard manifests --rbac` renders it.
-  KUBECONFIG="$kubeconfig" kubectl apply --server-side --field-manager=spec-guard-install -f "$root/test/e2e/fixtures/rbac.yaml" >&2
+  if [[ "$install" == managed-agent ]]; then
+    # spec-guard's namespace, service account and least-privilege RBAC, as shipped. (With no
+    # scheduler or nodes here, its Deployment stays without pods: spec-guard runs locally.)
+    KUBECONFIG="$kubeconfig" kubectl kustomize "$root/manifests/overlays/managed-agent" \
+      | KUBECONFIG="$kubeconfig" kubectl apply --server-side --field-manager=spec-guard-install -f - >&2
+    # The e2e configuration guards two namespaces more (rewrite and warn mode): its RBAC, as
+    # `spec-guard manifests --rbac` renders it.
+    KUBECONFIG="$kubeconfig" kubectl apply --server-side --field-manager=spec-guard-install -f "$root/test/e2e/fixtures/rbac.yaml" >&2
+  fi
   log "ready: export KUBECONFIG=$kubeconfig"
   echo "$kubeconfig"
 }
@@ -175,7 +190,7 @@ stop() {
   rm -f "$pidfile"
 }
 
-down_quiet() { stop apiserver; stop etcd; rm -rf "$state"; }
+down_quiet() { stop controller-manager; stop apiserver; stop etcd; rm -rf "$state"; }
 
 case "${1:-}" in
   up) up ;;

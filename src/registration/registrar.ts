@@ -70,6 +70,25 @@ function keepInjectedBundles(desired: Record<string, unknown>, current: StoredCo
   return { ...desired, webhooks };
 }
 
+/**
+ * The ClusterRole that grants spec-guard its rights, which every install route (Helm,
+ * kustomize, `spec-guard manifests --rbac`) creates and every uninstall deletes: the owner
+ * of the admission objects spec-guard registers, so that the garbage collector removes them
+ * with it. Without an owner, an uninstall would leave a policy nobody operates and a
+ * tombstone webhook that fails closed, refusing every delete of the agent.
+ */
+const OWNER_PATH = `/apis/rbac.authorization.k8s.io/v1/clusterroles/${ADMISSION_OBJECT_NAME}`;
+
+interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+}
+
+const ownedBy = (current: StoredConfiguration, owner: OwnerReference): boolean =>
+  ((current.metadata.ownerReferences ?? []) as OwnerReference[]).some((r) => r.kind === owner.kind && r.name === owner.name && r.uid === owner.uid);
+
 /** What `desired` sets besides its identity: the part a repair must bring back. */
 function owned(desired: Record<string, unknown>): Record<string, unknown> {
   const { apiVersion: _apiVersion, kind: _kind, metadata, ...rest } = desired;
@@ -96,6 +115,8 @@ export class WebhookRegistrar implements CaBundleTarget {
   private readonly kinds: ConfigKind[];
   /** Kinds that were in place once: missing again later means someone deleted them. */
   private readonly placed = new Set<ConfigKind>();
+  /** The owner as last read; read again before every write (it may have been replaced). */
+  private owner: OwnerReference | undefined;
 
   constructor(
     private readonly kube: KubeClient,
@@ -126,7 +147,8 @@ export class WebhookRegistrar implements CaBundleTarget {
     const current = informer.get(ADMISSION_OBJECT_NAME);
     const wanted = this.desired[kind]!;
     if (!current) {
-      await this.kube.request('POST', collections[kind], { body: wanted });
+      const owner = await this.readOwner();
+      await this.kube.request('POST', collections[kind], { body: { ...wanted, metadata: { ...(wanted.metadata as object), ownerReferences: [owner] } } });
       this.metrics.webhookRepairs.inc({ kind });
       if (this.placed.has(kind)) this.logger.warn('admission object restored: it was deleted (a blind window)', { kind, name: ADMISSION_OBJECT_NAME });
       else this.logger.info('admission object created', { kind, name: ADMISSION_OBJECT_NAME });
@@ -135,11 +157,34 @@ export class WebhookRegistrar implements CaBundleTarget {
     }
     this.placed.add(kind);
     const desired = keepInjectedBundles(wanted, current);
-    if (covers(current, owned(desired)) && enforcesAsRendered(current, desired)) return;
-    const body = { ...desired, metadata: { ...current.metadata, ...(desired.metadata as object), resourceVersion: current.metadata.resourceVersion } };
+    const enforced = covers(current, owned(desired)) && enforcesAsRendered(current, desired);
+    if (enforced && this.owner && ownedBy(current, this.owner)) return;
+    const owner = await this.readOwner();
+    if (enforced && ownedBy(current, owner)) return;
+    // The owner is set in place (not added to): another owner would outlive an uninstall.
+    const body = { ...desired, metadata: { ...current.metadata, ...(desired.metadata as object), ownerReferences: [owner], resourceVersion: current.metadata.resourceVersion } };
     await this.kube.request('PUT', path, { body });
-    this.metrics.webhookRepairs.inc({ kind });
-    this.logger.warn('admission object restored: it was changed by someone else (a blind window)', { kind, name: ADMISSION_OBJECT_NAME });
+    if (!enforced) {
+      this.metrics.webhookRepairs.inc({ kind });
+      this.logger.warn('admission object restored: it was changed by someone else (a blind window)', { kind, name: ADMISSION_OBJECT_NAME });
+    } else this.logger.info('admission object given its owner, for a clean uninstall', { kind, name: ADMISSION_OBJECT_NAME, owner: `ClusterRole/${owner.name}` });
+  }
+
+  /** The owning ClusterRole as the apiserver has it now; missing, nothing is registered (an error, retried). */
+  private async readOwner(): Promise<OwnerReference> {
+    let role: { metadata: { uid: string } };
+    try {
+      role = await this.kube.request<{ metadata: { uid: string } }>('GET', OWNER_PATH);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      throw new Error(
+        `the ClusterRole ${ADMISSION_OBJECT_NAME} (spec-guard's rights, the owner of its admission objects) does not exist: ` +
+          'spec-guard registers nothing an uninstall would leave behind; install its RBAC (spec-guard manifests --rbac, the chart or an overlay)',
+        { cause: err },
+      );
+    }
+    this.owner = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: ADMISSION_OBJECT_NAME, uid: role.metadata.uid };
+    return this.owner;
   }
 
   /** Reconciles `kind` now, or once more after the run in progress; resolves when a run started after this call succeeds. */

@@ -67,6 +67,8 @@ export function renderRbac(policy: Policy, o: RbacOptions): Array<Record<string,
     ? [
         { apiGroups: ['admissionregistration.k8s.io'], resources: ADMISSION_KINDS, verbs: ['list', 'watch', 'create'] },
         { apiGroups: ['admissionregistration.k8s.io'], resources: ADMISSION_KINDS, verbs: ['get', 'update', 'patch'], resourceNames: [ADMISSION_OBJECT_NAME] },
+        // The owner of the registered objects (this ClusterRole): read for its uid, so that an uninstall removes them.
+        { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], verbs: ['get'], resourceNames: [SPEC_GUARD] },
       ]
     : [{ apiGroups: ['admissionregistration.k8s.io'], resources: ADMISSION_KINDS, verbs: ['get'], resourceNames: [ADMISSION_OBJECT_NAME] }];
   bind('ClusterRole', SPEC_GUARD, undefined, [
