@@ -32,6 +32,10 @@ export function chartValuesSchema(): Record<string, unknown> {
       },
       replicas: { type: 'integer', minimum: 1 },
       register: { type: 'boolean', description: 'false: a GitOps install applies the admission objects itself (spec-guard runs --no-register)' },
+      clientAuthentication: {
+        enum: ['apiserver', 'none'],
+        description: "apiserver: only the apiserver's front-proxy client certificate is heard (--client-ca-from-cluster); none: anyone who reaches the port",
+      },
       resources: { type: 'object' },
       nodeOptions: { type: 'string' },
       metricsScrapeNamespaces: {

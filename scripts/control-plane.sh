@@ -69,15 +69,17 @@ make_pki() {
   # spec-guard's own identity: the username of its service account, so RBAC and trust
   # see exactly what they would see in a cluster.
   issue_cert spec-guard "/O=system:serviceaccounts/O=system:serviceaccounts:spec-guard/CN=system:serviceaccount:spec-guard:spec-guard"
-  # The apiserver's client certificate towards webhooks (spec-guard --client-ca-file verifies it).
-  issue_cert webhook-client "/CN=kube-apiserver-webhook-client"
+  # The apiserver's front-proxy client certificate, which it also presents to webhooks: what
+  # spec-guard --client-ca-from-cluster verifies, from what the apiserver publishes
+  # (kube-system/extension-apiserver-authentication), as on kubeadm and kind clusters.
+  issue_cert front-proxy-client "/CN=front-proxy-client"
   openssl genrsa -out "$state/pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$state/pki/sa.key" -pubout -out "$state/pki/sa.pub" 2>/dev/null
   write_kubeconfig admin "$kubeconfig"
   write_kubeconfig spec-guard "$state/spec-guard.kubeconfig"
 }
 
-# The apiserver presents its webhook client certificate to every webhook ('*').
+# The apiserver presents its front-proxy client certificate to every webhook ('*').
 write_admission_config() {
   cat >"$state/admission-kubeconfig.yaml" <<KC
 apiVersion: v1
@@ -85,8 +87,8 @@ kind: Config
 users:
 - name: '*'
   user:
-    client-certificate: $state/pki/webhook-client.crt
-    client-key: $state/pki/webhook-client.key
+    client-certificate: $state/pki/front-proxy-client.crt
+    client-key: $state/pki/front-proxy-client.key
 KC
   local plugin
   {
@@ -140,6 +142,10 @@ up() {
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --tls-cert-file "$state/pki/apiserver.crt" --tls-private-key-file "$state/pki/apiserver.key" \
     --client-ca-file "$state/pki/ca.crt" --cert-dir "$state/pki" \
+    --requestheader-client-ca-file "$state/pki/ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$state/pki/front-proxy-client.crt" --proxy-client-key-file "$state/pki/front-proxy-client.key" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$state/pki/sa.pub" --service-account-signing-key-file "$state/pki/sa.key" \
     --service-cluster-ip-range 10.0.0.0/24 --authorization-mode RBAC --allow-privileged=true \

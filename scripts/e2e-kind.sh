@@ -20,8 +20,46 @@ for tool in docker kind kubectl npm; do
 done
 docker info >/dev/null 2>&1 || { echo "e2e-kind: no Docker engine is running" >&2; exit 1; }
 
+# The apiserver presents its front-proxy client certificate to webhooks, as every shipped
+# install expects (spec-guard --client-ca-from-cluster; docs/install.md shows the same).
+admission="$(mktemp -d)"
+cat >"$admission/kubeconfig.yaml" <<'KUBECONFIG'
+apiVersion: v1
+kind: Config
+users:
+- name: '*'
+  user:
+    client-certificate: /etc/kubernetes/pki/front-proxy-client.crt
+    client-key: /etc/kubernetes/pki/front-proxy-client.key
+KUBECONFIG
+cat >"$admission/admission-config.yaml" <<'ADMISSION'
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration: {apiVersion: apiserver.config.k8s.io/v1, kind: WebhookAdmissionConfiguration, kubeConfigFile: /etc/kubernetes/admission/kubeconfig.yaml}
+- name: MutatingAdmissionWebhook
+  configuration: {apiVersion: apiserver.config.k8s.io/v1, kind: WebhookAdmissionConfiguration, kubeConfigFile: /etc/kubernetes/admission/kubeconfig.yaml}
+ADMISSION
+cat >"$admission/kind.yaml" <<KIND
+kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+nodes:
+- role: control-plane
+  extraMounts:
+  - {hostPath: $admission, containerPath: /etc/kubernetes/admission, readOnly: true}
+  kubeadmConfigPatches:
+  - |
+    apiVersion: kubeadm.k8s.io/v1beta4
+    kind: ClusterConfiguration
+    apiServer:
+      extraArgs:
+      - {name: admission-control-config-file, value: /etc/kubernetes/admission/admission-config.yaml}
+      extraVolumes:
+      - {name: admission, hostPath: /etc/kubernetes/admission, mountPath: /etc/kubernetes/admission, readOnly: true, pathType: Directory}
+KIND
 if ! kind get clusters | grep -qx "$cluster"; then
-  kind create cluster --name "$cluster" --wait 120s
+  kind create cluster --name "$cluster" --config "$admission/kind.yaml" --wait 120s
 fi
 kubeconfig="$(mktemp)"
 trap 'rm -f "$kubeconfig"; [[ -n "${KEEP_CLUSTER:-}" ]] || kind delete cluster --name "$cluster"' EXIT

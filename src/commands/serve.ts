@@ -24,9 +24,11 @@ Flags:
   --ca-propagation-seconds S  how long a new CA sits in the webhook configurations before
                           serving switches to it (default 20)
   --tls-san NAME          extra host name for a generated certificate (repeatable)
-  --client-ca-file F      admit only reviews whose TLS client certificate this CA (PEM) signed: the
-                          apiserver's, set in its admission kubeconfig (see the README). Health
-                          endpoints stay open to probes without a certificate.
+  --client-ca-from-cluster  admit only reviews with the apiserver's front-proxy client certificate
+                          (set in its admission kubeconfig): the CA and names it publishes in
+                          kube-system/extension-apiserver-authentication, kept current. The shipped
+                          installs set it. Health endpoints stay open to probes without a certificate.
+  --client-ca-file F      likewise, with any client certificate this CA (PEM) signed
   --stamp-key-file F      HMAC key for stamps (at least 32 bytes). Default: Secret, or generated
   --standalone            no cluster: admission only, in-memory cache
   --kubeconfig F          kubeconfig (default: in-cluster, $KUBECONFIG or ~/.kube/config)
@@ -58,6 +60,7 @@ const serveFlags = defineFlags(
     'ca-propagation-seconds': flag.seconds(20, 0),
     'tls-san': flag.repeatable(),
     'client-ca-file': flag.optionalText(),
+    'client-ca-from-cluster': flag.switch(),
     'stamp-key-file': flag.optionalText(),
     standalone: flag.switch(),
     kubeconfig: flag.kubeconfig,
@@ -72,6 +75,8 @@ const serveFlags = defineFlags(
   (f, problem) => {
     if (Boolean(f['tls-cert-file']) !== Boolean(f['tls-key-file'])) problem('tls-cert-file', 'goes with --tls-key-file');
     if (f['tls-ca-file'] && !f['tls-cert-file']) problem('tls-ca-file', 'goes with --tls-cert-file and --tls-key-file');
+    if (f['client-ca-file'] && f['client-ca-from-cluster']) problem('client-ca-file', 'and --client-ca-from-cluster exclude each other: pick one source of the client CA');
+    if (f.standalone && f['client-ca-from-cluster']) problem('client-ca-from-cluster', 'needs a cluster: with --standalone use --client-ca-file');
   },
 );
 
@@ -92,6 +97,7 @@ export async function serve(argv: string[]): Promise<number> {
     caPropagationMs: f['ca-propagation-seconds'] * 1000,
     tlsSans: f['tls-san'],
     clientCaFile: f['client-ca-file'],
+    clientCaFromCluster: f['client-ca-from-cluster'],
     stampKeyFile: f['stamp-key-file'],
     standalone: f.standalone,
     kubeconfig: f.kubeconfig,

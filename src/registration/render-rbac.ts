@@ -84,6 +84,15 @@ export function renderRbac(policy: Policy, o: RbacOptions): Array<Record<string,
     { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   ]);
+  // --client-ca-from-cluster reads the apiserver's published client CA with the role every
+  // cluster has for that (as aggregated API servers do).
+  objects.push({
+    apiVersion: RBAC,
+    kind: 'RoleBinding',
+    metadata: { name: `${SPEC_GUARD}-client-ca-reader`, namespace: 'kube-system', labels },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'extension-apiserver-authentication-reader' },
+    subjects: [subject],
+  });
   for (const [ns, rules] of [...guarded].filter(([ns]) => ns !== '').sort(([a], [b]) => a.localeCompare(b))) {
     bind('Role', `${SPEC_GUARD}-guarded`, ns, rules);
   }

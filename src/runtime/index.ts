@@ -7,13 +7,14 @@ import { createLogger, type Logger, type LogLevel } from '../log/index.js';
 import { createMetricsServer, Metrics } from '../metrics/index.js';
 import { ContinuityMonitor, currentRevision, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from '../registration/index.js';
 import { CanonicalCache, createStore, LeaderElector, NamespaceLabelCache, stamperFromFile, stamperFromSecret, Watcher, type CanonicalStore, type WatcherDeps } from '../sync/index.js';
-import { createWebhookServer } from '../webhook/index.js';
+import { createWebhookServer, type ClientAuthentication } from '../webhook/index.js';
 import { SPEC_GUARD } from '../names.js';
 import { checkBeforeStart, connect, whoAmI } from './cluster.js';
 import { checkTrustedIdentities } from './trusted-identities.js';
 import { drain, listen } from './http.js';
 import { Lifecycle, type Component } from './lifecycle.js';
-import { readClientCa, servingHosts, servingTls } from './tls.js';
+import { servingHosts, servingTls } from './tls.js';
+import { clientAuthFromCluster, clientAuthFromFile } from './client-auth.js';
 
 export interface RuntimeOptions {
   config: Config;
@@ -26,6 +27,8 @@ export interface RuntimeOptions {
   tlsSans: string[];
   /** CA of the client certificate the apiserver presents; reviews without it are refused. */
   clientCaFile?: string;
+  /** The same, read from what the apiserver publishes (its front-proxy CA and names), kept current. */
+  clientCaFromCluster: boolean;
   stampKeyFile?: string;
   standalone: boolean;
   kubeconfig?: string;
@@ -57,13 +60,16 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const stamper = o.stampKeyFile ? stamperFromFile(o.stampKeyFile) : kube ? await stamperFromSecret(kube, o.namespace) : new Stamper(Stamper.generateKey());
   const registrar = kube && o.register ? registrarFor(o, kube, policy, metrics, logger) : undefined;
 
-  const clientCa = o.clientCaFile ? readClientCa(o.clientCaFile) : undefined;
   let server: Server | undefined;
+  let serving: ServingMaterial | undefined;
   const serveWith = (m: ServingMaterial) => {
+    serving = m;
     // Hot reload: new TLS connections get the new certificate; open ones finish on the old.
-    server?.setSecureContext({ cert: m.cert, key: m.key, ...(clientCa ? { ca: clientCa } : {}) });
+    const auth = clientAuth?.();
+    server?.setSecureContext({ cert: m.cert, key: m.key, ...(auth ? { ca: auth.ca } : {}) });
     metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(m.cert).getTime() / 1000);
   };
+  const { auth: clientAuth, component: clientCaWatch } = await clientAuthentication(o, kube, logger, () => serving && serveWith(serving));
   const hosts = servingHosts(o);
   const tls = await servingTls({ ...o, kube, registrar, hosts, logger, metrics, onServing: serveWith });
   serveWith(tls.material);
@@ -76,7 +82,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const layers: { current: () => Layers | undefined } = { current: () => undefined };
   server = createWebhookServer({
     tls: tls.material,
-    clientCa,
+    clientAuth,
     decisionContext: () => ({ policy, canonical: cache, stamper, namespaceLabels: namespaces?.get, now: Date.now(), layers: layers.current() }),
     metrics,
     logger,
@@ -85,7 +91,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   });
   const metricsServer = createMetricsServer(metrics, () => ready);
   const parts = new Lifecycle(logger);
-  parts.add(tls.keeper, namespaces && { name: 'namespace labels', start: () => namespaces.start(), stop: () => namespaces.stop() });
+  parts.add(clientCaWatch, tls.keeper, namespaces && { name: 'namespace labels', start: () => namespaces.start(), stop: () => namespaces.stop() });
   await parts.start();
   const webhookPort = await listen(server, o.port, o.bindAddress, 'webhook');
   const metricsPort = await listen(metricsServer, o.metricsPort, o.bindAddress, 'metrics');
@@ -106,6 +112,25 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       kube?.close();
     },
   };
+}
+
+/** Who may post reviews, or undefined (anyone who reaches the port: said loudly). */
+async function clientAuthentication(
+  o: RuntimeOptions,
+  kube: KubeClient | undefined,
+  logger: Logger,
+  onChange: () => void,
+): Promise<{ auth?: () => ClientAuthentication; component?: Component }> {
+  if (o.clientCaFile) {
+    const auth = clientAuthFromFile(o.clientCaFile);
+    return { auth: () => auth };
+  }
+  if (o.clientCaFromCluster) {
+    if (!kube) throw new Error('--client-ca-from-cluster needs a cluster (it reads kube-system/extension-apiserver-authentication)');
+    return clientAuthFromCluster(kube, logger, onChange);
+  }
+  logger.warn('reviews are not authenticated: any pod that reaches the webhook port is answered and can have a spec stamped; set --client-ca-from-cluster or --client-ca-file');
+  return {};
 }
 
 function registrarFor(o: RuntimeOptions, kube: KubeClient, policy: Policy, metrics: Metrics, logger: Logger): WebhookRegistrar {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { CertificateManager, createCA, createServingCert, TlsFileSource, type CaBundleTarget, type ServingMaterial, type TlsFiles } from '../certs/index.js';
 import type { KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
@@ -60,12 +59,4 @@ export function servingHosts(o: { webhookUrl?: string; serviceName: string; name
   if (o.standalone) ['localhost', '127.0.0.1'].forEach((h) => hosts.add(h));
   o.tlsSans.forEach((h) => hosts.add(h));
   return [...hosts];
-}
-
-export function readClientCa(file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`--client-ca-file: cannot read ${file}: ${(err as Error).message}`);
-  }
 }

@@ -14,14 +14,21 @@ import { AdmissionBudget } from './admission-budget.js';
 /** Largest AdmissionReview body accepted (3 MiB, the apiserver's own request limit). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
+/** Who may post reviews: the holder of a client certificate `ca` signed, named in `allowedNames` (any name when empty). */
+export interface ClientAuthentication {
+  ca: string;
+  allowedNames: readonly string[];
+}
+
 export interface WebhookServerOptions {
   tls: { key: string | Buffer; cert: string | Buffer };
   /**
-   * When set, a review is answered only over a connection whose client certificate this CA
-   * signed (the apiserver's, from its admission kubeconfig): nothing posted by another pod
-   * that reaches the port is read. Health endpoints need no certificate.
+   * When set, a review is answered only over a connection whose client certificate the CA
+   * signed, with an allowed common name (the apiserver's, from its admission kubeconfig):
+   * nothing posted by another pod that reaches the port is read. Health endpoints need no
+   * certificate. Read per review: a rotated CA or new names apply at once.
    */
-  clientCa?: string;
+  clientAuth?: () => ClientAuthentication;
   decisionContext: () => DecisionContext;
   metrics: Metrics;
   logger: Logger;
@@ -46,6 +53,14 @@ function sendError(res: ServerResponse, code: number, message: string): void {
   sendJson(res, code, { error: message });
 }
 
+/** The connection's client certificate was signed by the CA and carries an allowed common name. */
+function fromApiserver(socket: TLSSocket, auth: ClientAuthentication): boolean {
+  if (!socket.authorized) return false;
+  if (!auth.allowedNames.length) return true;
+  const cn = socket.getPeerCertificate().subject?.CN;
+  return typeof cn === 'string' && auth.allowedNames.includes(cn);
+}
+
 const ADMISSION_PATHS: Record<string, Webhook> = { '/mutate': 'mutate', '/validate': 'validate' };
 
 /**
@@ -61,10 +76,10 @@ function admissionHandler(options: WebhookServerOptions) {
 
   /** The review's request, or an answered error. */
   const read = async (req: IncomingMessage, res: ServerResponse, arrivedAt: number): Promise<AdmissionRequest | undefined> => {
-    if (options.clientCa && !(req.socket as TLSSocket).authorized) {
+    if (options.clientAuth && !fromApiserver(req.socket as TLSSocket, options.clientAuth())) {
       metrics.admissionErrors.inc({ code: '401' });
       req.resume();
-      sendError(res, 401, 'admission reviews are accepted from the apiserver only: present a client certificate signed by the configured client CA');
+      sendError(res, 401, 'admission reviews are accepted from the apiserver only: present a client certificate signed by the configured client CA, with an allowed name');
       return undefined;
     }
     try {
@@ -190,7 +205,7 @@ export function createWebhookServer(options: WebhookServerOptions): https.Server
   const app = createWebhookApp(options);
   // The certificate is asked for but not required by the handshake: kubelet probes of the
   // health endpoints come without one; the admission endpoints check it themselves.
-  const clientAuth = options.clientCa ? { ca: options.clientCa, requestCert: true, rejectUnauthorized: false } : {};
+  const clientAuth = options.clientAuth ? { ca: options.clientAuth().ca, requestCert: true, rejectUnauthorized: false } : {};
   const server = https.createServer({ key: options.tls.key, cert: options.tls.cert, ...clientAuth }, (req, res) => {
     if (!admission(req, res)) app(req, res);
   });

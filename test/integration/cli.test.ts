@@ -27,10 +27,10 @@ describe('spec-guard CLI', () => {
     expect(runCli(['--help']).stdout).toContain('Commands:');
   });
 
-  it('the README’s synopsis and the chart’s NOTES.txt name exactly the flags and the binary the CLI has', () => {
+  it('the synopsis in docs/cli.md and the chart’s NOTES.txt name exactly the flags and the binary the CLI has', () => {
     const root = new URL('../../', import.meta.url);
-    const readme = readFileSync(new URL('README.md', root), 'utf8');
-    const synopsis = /## Command line\n\n```\n([\s\S]*?)```/.exec(readme)![1]!;
+    const reference = readFileSync(new URL('docs/cli.md', root), 'utf8');
+    const synopsis = /# Command line\n\n```\n([\s\S]*?)```/.exec(reference)![1]!;
     // A flag is what a flag line of the help starts with, or what a usage line names.
     const onLine = (l: string) => (/^\s{1,4}--/.test(l) ? [l.trim().split(/\s/)[0]!] : /^\s*(Usage:|spec-guard|\[)/.test(l) ? (l.match(/--[a-z][a-z-]*/g) ?? []) : []);
     const flags = (text: string) => [...new Set(text.split('\n').flatMap(onLine))].filter((f) => f !== '--help').sort();
@@ -47,8 +47,11 @@ describe('spec-guard CLI', () => {
     // The image has no spec-guard on its PATH: NOTES.txt runs the CLI as the image's entrypoint does.
     const entrypoint = (JSON.parse(/^ENTRYPOINT (.*)$/m.exec(readFileSync(new URL('Dockerfile', root), 'utf8'))![1]!) as string[]).join(' ');
     const notes = readFileSync(new URL('charts/spec-guard/templates/NOTES.txt', root), 'utf8');
-    for (const exec of notes.match(/exec deploy\/spec-guard -- .*/g) ?? []) expect(exec).toContain(`-- ${entrypoint} `);
-    expect(notes).toMatch(/exec deploy\/spec-guard -- /);
+    const install = readFileSync(new URL('docs/install.md', root), 'utf8');
+    for (const text of [notes, install]) {
+      expect(text).toMatch(/exec deploy\/spec-guard -- /);
+      for (const exec of text.match(/exec deploy\/spec-guard -- .*/g) ?? []) expect(exec).toContain(`-- ${entrypoint} `);
+    }
   });
 
   it('check-config prints the effective policy', () => {
