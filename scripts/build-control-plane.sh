@@ -4,7 +4,7 @@
 # relies on to remove the admission objects spec-guard registered.)
 # Reuses the machine's Go build and module caches, so a second build only links.
 # Usage: scripts/build-control-plane.sh   (prints the kube-apiserver binary, the etcd one, then
-# the kube-controller-manager one)
+# the kube-controller-manager one when SPEC_GUARD_BUILD_CONTROLLER_MANAGER=1)
 # SPEC_GUARD_KUBE_VERSION picks another Kubernetes version (scripts/versions.sh).
 set -euo pipefail
 
@@ -56,8 +56,11 @@ version_pkg=k8s.io/component-base/version
 kube_ldflags="-X $version_pkg.gitVersion=$KUBE_VERSION -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor -X $version_pkg.gitTreeState=clean"
 wrapped_build k8s.io/kubernetes "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-apiserver \
   "$bin/kube-apiserver-$KUBE_VERSION" "v0.${KUBE_VERSION#v1.}" "$kube_ldflags"
-wrapped_build k8s.io/kubernetes "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-controller-manager \
-  "$bin/kube-controller-manager-$KUBE_VERSION" "v0.${KUBE_VERSION#v1.}" "$kube_ldflags"
 echo "$bin/kube-apiserver-$KUBE_VERSION"
 echo "$bin/etcd-$ETCD_VERSION"
-echo "$bin/kube-controller-manager-$KUBE_VERSION"
+# Only for control planes that run controllers (SPEC_GUARD_BUILD_CONTROLLER_MANAGER=1).
+if [[ -n "${SPEC_GUARD_BUILD_CONTROLLER_MANAGER:-}" ]]; then
+  wrapped_build k8s.io/kubernetes "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-controller-manager \
+    "$bin/kube-controller-manager-$KUBE_VERSION" "v0.${KUBE_VERSION#v1.}" "$kube_ldflags"
+  echo "$bin/kube-controller-manager-$KUBE_VERSION"
+fi

@@ -123,7 +123,7 @@ up() {
   fi
   [[ -d "$state" ]] && down_quiet
   local built apiserver_bin etcd_bin controller_manager_bin
-  built="$("$root/scripts/build-control-plane.sh")"
+  built="$(SPEC_GUARD_BUILD_CONTROLLER_MANAGER="$controllers" "$root/scripts/build-control-plane.sh")"
   apiserver_bin="$(sed -n 1p <<<"$built")"
   etcd_bin="$(sed -n 2p <<<"$built")"
   controller_manager_bin="$(sed -n 3p <<<"$built")"

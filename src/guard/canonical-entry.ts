@@ -43,5 +43,7 @@ export interface Tombstone {
   uid?: string;
   /** When the delete was admitted (ISO time, milliseconds): stamps issued before it are stale on a recreated copy. */
   at: string;
+  /** Set by the leader once the watch saw that uid terminating: a real delete a finalizer holds, never evicted for room. */
+  held?: boolean;
 }
 

@@ -18,6 +18,6 @@ export { parsePointer, formatPointer, getAt, hasParent, isPlainObject, removeAt,
 export { observe, resolve, type Observation, type ChangePlan } from './observe.js';
 export { decide, type DecisionContext } from './decide.js';
 export type { Decision, Webhook, AllowReason } from './decision.js';
-export { confirms, expired, applyTombstoneChanges, TOMBSTONE_CONFIRM_MS, MAX_TOMBSTONES, TOMBSTONE_MAX_AGE_MS, TombstoneBudgetError } from './tombstones.js';
+export { confirms, expired, applyTombstoneChanges, tombstoneOf, TOMBSTONE_CONFIRM_MS, MAX_TOMBSTONES, MAX_TOMBSTONE_BYTES, TOMBSTONE_MAX_AGE_MS } from './tombstones.js';
 export { RevertThrottle } from './revert-throttle.js';
 export { stampPatch } from './stamp-patch.js';

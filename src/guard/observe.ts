@@ -29,10 +29,23 @@ export type Observation =
   | { kind: 'unknown' }
   | { kind: 'ignore' };
 
-/** Annotations a recreated object gets back: all but kubectl's client-side bookkeeping. */
-function keptAnnotations(object: KubeObject): Record<string, string> | undefined {
-  const { 'kubectl.kubernetes.io/last-applied-configuration': _lastApplied, ...rest } = object.metadata?.annotations ?? {};
-  return Object.keys(rest).length ? rest : undefined;
+/**
+ * Most a canonical entry keeps of an object's annotations (JSON bytes, the stamp aside): they
+ * are not guarded, anyone may write them, and each entry is stored and held in memory.
+ */
+export const MAX_KEPT_ANNOTATION_BYTES = 16 * 1024;
+
+/** Annotations a recreated object gets back: all but kubectl's client-side bookkeeping, within the budget. */
+function keptAnnotations(object: KubeObject, stamp: string): Record<string, string> {
+  const { 'kubectl.kubernetes.io/last-applied-configuration': _lastApplied, [STAMP_ANNOTATION]: _stamp, ...rest } = object.metadata?.annotations ?? {};
+  const kept: Record<string, string> = {};
+  let bytes = 0;
+  for (const [key, value] of Object.entries(rest)) {
+    bytes += key.length + value.length + 6;
+    if (bytes > MAX_KEPT_ANNOTATION_BYTES) break;
+    kept[key] = value;
+  }
+  return { ...kept, [STAMP_ANNOTATION]: stamp };
 }
 
 /** `known` where it holds the same as `value`: one copy kept instead of two. */
@@ -46,7 +59,11 @@ const shared = <T>(value: T, known: T | undefined): T => (known !== undefined &&
 function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: string, seq: number, previous: CanonicalEntry | undefined): CanonicalEntry {
   const meta = object.metadata ?? {};
   const valuesJson = JSON.stringify(rule.view.valuesOf(object));
-  const annotations = keptAnnotations({ ...object, metadata: { ...meta, annotations: { ...meta.annotations, [STAMP_ANNOTATION]: stamp } } });
+  // Labels and annotations are learned from a trusted write only (a new stamp): the same
+  // stamp seen again with other metadata is anyone's later edit, not the source of truth's.
+  const sameWrite = previous !== undefined && previous.stamp === stamp;
+  const labels = sameWrite ? previous.labels : meta.labels;
+  const annotations = sameWrite ? previous.annotations : keptAnnotations(object, stamp);
   return {
     viewHash,
     valuesJson: previous?.valuesJson === valuesJson ? previous.valuesJson : valuesJson,
@@ -57,7 +74,7 @@ function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: stri
     uid: meta.uid ?? '',
     apiVersion: object.apiVersion ?? '',
     kind: object.kind ?? '',
-    labels: shared(meta.labels, previous?.labels),
+    labels: shared(labels, previous?.labels),
     annotations: shared(annotations, previous?.annotations),
     view: rule.view.id,
   };

@@ -76,7 +76,7 @@ export class Metrics {
 
   readonly tombstones = new Gauge({
     name: 'spec_guard_tombstones',
-    help: 'Tombstones of trusted deletes waiting for the watch to confirm them (at most 2000: past that, trusted deletes are refused until some settle).',
+    help: 'Tombstones of trusted deletes waiting for the watch to confirm them (at most 2000 and 512 KiB: past that, the oldest that no finalizer holds give way; no delete is refused for room).',
     registers: [this.registry],
   });
 

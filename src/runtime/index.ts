@@ -1,7 +1,7 @@
 import type { Server } from 'node:https';
 import { expiryOf, type ServingMaterial, type TlsFiles } from '../certs/index.js';
 import type { Config } from '../config/index.js';
-import { objectKey, Policy, reviewedName, Stamper, type Layers } from '../guard/index.js';
+import { objectKey, Policy, reviewedName, Stamper, tombstoneOf, type Layers } from '../guard/index.js';
 import { EventRecorder, type AdmissionRequest, type KubeClient } from '../kube/index.js';
 import { createLogger, type Logger, type LogLevel } from '../log/index.js';
 import { createMetricsServer, Metrics } from '../metrics/index.js';
@@ -142,10 +142,7 @@ function registrarFor(o: RuntimeOptions, kube: KubeClient, policy: Policy, metri
 /** A trusted delete is recorded durably before it is admitted: admitted without, the object would be recreated. */
 async function recordTombstone(req: AdmissionRequest, cache: CanonicalCache, store: CanonicalStore): Promise<void> {
   const key = objectKey(req.resource.group, req.resource.resource, req.namespace, reviewedName(req));
-  const uid = req.oldObject?.metadata?.uid;
-  // An apiserver's DELETE review always carries the old object: one without is not from it.
-  if (!uid) throw new Error('a DELETE review without the old object (its uid) is not from a kube-apiserver');
-  const tombstone = { uid, at: new Date().toISOString() };
+  const tombstone = tombstoneOf(req.oldObject?.metadata?.uid, Date.now());
   cache.recordTombstone(key, tombstone);
   await store.addTombstone(key, tombstone);
 }

@@ -2,8 +2,6 @@ import { collectionPath, Informer, KubeError, objectPath, WorkQueue, type EventR
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
-  confirms,
-  expired,
   objectKey,
   parseObjectKey,
   planRepair,
@@ -14,13 +12,13 @@ import {
   type Policy,
   type RepairInput,
   type Stamper,
-  type Tombstone,
 } from '../guard/index.js';
 import type { CanonicalCache } from './cache.js';
 import type { NamespaceLabelCache } from './namespace-labels.js';
 import { Repairer, type Target } from './repairer.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
 import { StoreWriter } from './store-writer.js';
+import { TombstoneKeeper } from './tombstone-keeper.js';
 
 export interface WatcherDeps {
   kube: KubeClient;
@@ -112,12 +110,7 @@ export class Watcher {
   private stopped = false;
   /** Per resource (group/resource): since when its watch has run without a restart. */
   private readonly watchingSince = new Map<string, number>();
-  /**
-   * Guarded objects the watch saw terminating (a finalizer holds their delete), by key: uid. A
-   * tombstone for that uid is kept until the delete completes, however long the finalizer
-   * takes (bounded by the tombstones' maximum age). One entry per terminating object.
-   */
-  private readonly terminating = new Map<string, string>();
+  private readonly tombstones: TombstoneKeeper;
   private sweepTimer: NodeJS.Timeout | undefined;
   /** Scope prefixes whose relist stores the raised knownAt of objects in sync. */
   private readonly raisingKnownAt = new Set<string>();
@@ -125,6 +118,7 @@ export class Watcher {
   constructor(private readonly d: WatcherDeps) {
     this.writer = new StoreWriter(d.store, d.cache, d.metrics, d.logger, d.isLeader);
     this.repairer = new Repairer({ ...d, writer: this.writer });
+    this.tombstones = new TombstoneKeeper({ ...d, unsaved: (key) => this.writer.unsaved(key), watchingSince: (groupResource) => this.watchingSince.get(groupResource) });
     this.queue = new WorkQueue((key) => this.process(key), {
       concurrency: CONCURRENT_REPAIRS,
       maxRetries: MAX_RETRIES,
@@ -172,47 +166,12 @@ export class Watcher {
     }
     this.d.namespaces?.onChange((namespace, before, after) => this.onNamespaceChanged(namespace, before, after));
     await Promise.all(this.resources.map((r) => r.informer.start()));
-    this.sweepTimer = setInterval(() => void this.sweepTombstones(), TOMBSTONE_CONFIRM_MS / 2);
+    this.sweepTimer = setInterval(() => void (this.stopped || this.tombstones.sweep()), TOMBSTONE_CONFIRM_MS / 2);
     this.sweepTimer.unref();
   }
 
   private *knownIn(prefix: string): Iterable<[string, string]> {
     for (const key of this.d.cache.keys()) if (key.startsWith(prefix)) yield [key, this.d.cache.get(key)!.uid];
-  }
-
-  /**
-   * The leader drops the tombstones that the watch, watching throughout, went past without
-   * seeing their delete: forged ones, and deletes that did not happen (refused later on).
-   */
-  private async sweepTombstones(): Promise<void> {
-    if (!this.d.isLeader() || this.stopped) return;
-    const now = Date.now();
-    let stored: Map<string, Tombstone>;
-    try {
-      stored = await this.d.store.readTombstones();
-    } catch (err) {
-      this.d.metrics.storeErrors.inc({ operation: 'read-tombstone' });
-      this.d.logger.warn('reading the tombstones failed', { error: (err as Error).message });
-      return;
-    }
-    for (const [key, tombstone] of this.d.cache.tombstoneList()) if (!stored.has(key)) stored.set(key, tombstone);
-    this.d.metrics.tombstones.set(stored.size);
-    // A confirmed delete keeps its tombstone until the removal of its entry is stored: a
-    // restart in between must not find the entry without it (and recreate the object).
-    const gone = [...stored].filter(([key, tombstone]) => {
-      const { group, resource } = parseObjectKey(key);
-      if (this.d.cache.get(key) && this.writer.unsaved(key)) return false;
-      // The watch saw this delete begin: it is confirmed, the finalizers are still at work.
-      if (tombstone.uid !== undefined && this.terminating.get(key) === tombstone.uid) return false;
-      return expired(tombstone, now, this.watchingSince.get(`${group}/${resource}`) ?? now);
-    });
-    for (const [key, tombstone] of gone) {
-      this.d.cache.clearTombstone(key);
-      this.d.logger.info('tombstone expired: the watch never saw its delete', { key, at: tombstone.at });
-    }
-    await Promise.all(gone.map(([key]) => this.d.store.removeTombstone(key))).catch((err: Error) =>
-      this.d.logger.warn('removing expired tombstones failed; the next sweep retries', { error: err.message }),
-    );
   }
 
   /** Stops watching; a leader first writes what it has not stored yet. */
@@ -332,15 +291,14 @@ export class Watcher {
     const { target, object } = work;
     const deleted = work.type === 'DELETED';
     const uid = object.metadata?.uid;
-    if (!deleted && object.metadata?.deletionTimestamp && uid) this.terminating.set(target.key, uid);
-    else this.terminating.delete(target.key);
+    this.tombstones.observed(target.key, uid, !deleted && Boolean(object.metadata?.deletionTimestamp));
     const input: RepairInput = {
       key: target.key,
       rule: target.rule,
       object,
       deleted,
       entry: this.d.cache.get(target.key),
-      tombstone: deleted ? await this.tombstoneFor(target.key, object.metadata?.uid) : this.d.cache.tombstone(target.key),
+      tombstone: deleted ? await this.tombstones.lookup(target.key, uid) : this.d.cache.tombstone(target.key),
       leader: this.d.isLeader(),
       stamper: this.d.stamper,
       now: Date.now(),
@@ -356,18 +314,6 @@ export class Watcher {
       plan = planRepair({ ...input, layers, now: Date.now() });
     }
     return this.repairer.execute(target, object, plan, { at: work.seenAt, handledAt }, work.attempt);
-  }
-
-  /** A deleted key's tombstone: the admitting replica may be another one, whose tombstone is in the store. */
-  private async tombstoneFor(key: string, uid: string | undefined): Promise<Tombstone | undefined> {
-    const cached = this.d.cache.tombstone(key);
-    if (confirms(cached, uid) || !this.d.cache.get(key)) return cached;
-    try {
-      return (await this.d.store.readTombstones()).get(key);
-    } catch (err) {
-      this.d.metrics.storeErrors.inc({ operation: 'read-tombstone' });
-      throw err;
-    }
   }
 
   /** Decides `key` again on a fresh read: now, or after `afterMs` (a backoff between reverts). */

@@ -42,6 +42,27 @@ describe('observe (what the watcher makes of an object)', () => {
     expect(entry.annotations).toEqual({ [STAMP_ANNOTATION]: entry.stamp });
   });
 
+  it('labels and annotations are learned from a trusted write only, within a budget: anyone’s later 200 KB of them, the stamp unchanged, are not copied into the entry (nor into a recreated copy)', () => {
+    const { t, entry, object, key } = setup();
+    const edited = structuredClone(object);
+    edited.metadata!.resourceVersion = '130';
+    edited.metadata!.labels = { ...edited.metadata!.labels, mallory: 'was-here' };
+    edited.metadata!.annotations = { ...edited.metadata!.annotations, bulk: 'x'.repeat(200_000) };
+    const seen = observe(edited, t.policy.rules[0]!, key, entry, undefined, t.stamper);
+    const after = seen.kind === 'learn' || seen.kind === 'in-sync' ? seen.entry : undefined;
+    expect(after?.labels).toEqual(entry.labels);
+    expect(after?.annotations).toEqual(entry.annotations);
+    // A trusted write that carries large annotations: kept up to the budget, the stamp always.
+    const { request } = review('alice-update-spec');
+    const big = request.oldObject!;
+    big.metadata!.annotations = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`a${i}`, 'y'.repeat(1000)]));
+    stamp(t, request, big);
+    const learned = observe(big, t.policy.rules[0]!, key, undefined, undefined, t.stamper);
+    if (learned.kind !== 'learn') throw new Error(`expected learn, got ${learned.kind}`);
+    expect(JSON.stringify(learned.entry.annotations).length).toBeLessThan(17 * 1024 + 200);
+    expect(learned.entry.annotations![STAMP_ANNOTATION]).toBe(big.metadata!.annotations![STAMP_ANNOTATION]);
+  });
+
   it('an unchanged stamped object seen again (a status update) shares the known entry\'s value: a store holding the earlier entry does not make the value take twice the memory', () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { coalesce } from '../../src/kube/coalesce.js';
-import { applyTombstoneChanges, confirms, expired, MAX_TOMBSTONES, TombstoneBudgetError } from '../../src/guard/index.js';
+import { applyTombstoneChanges, confirms, expired, MAX_TOMBSTONE_BYTES, MAX_TOMBSTONES, tombstoneOf } from '../../src/guard/index.js';
 import { TombstoneWriter } from '../../src/sync/store/tombstone-writer.js';
 
 const at = (ms: number) => new Date(ms).toISOString();
@@ -51,12 +51,50 @@ describe('tombstone rules', () => {
     expect(expired(tombstone, NOW + 2 * 3600_000, NOW + 1_000)).toBe(true);
   });
 
-  it('stay within the budget: one more add is refused, removals always pass', () => {
-    const full = new Map(Array.from({ length: MAX_TOMBSTONES }, (_, i) => [`k${i}`, { uid: `u${i}`, at: at(NOW) }]));
-    expect(() => applyTombstoneChanges(full, new Map([['extra', { uid: 'x', at: at(NOW) }]]), NOW)).toThrow(TombstoneBudgetError);
-    expect(applyTombstoneChanges(full, new Map([['k1', null]]), NOW).size).toBe(MAX_TOMBSTONES - 1);
+  it('stay within the budget without refusing a delete: the oldest give way, never one a finalizer holds, never the one added', () => {
+    const full = new Map(Array.from({ length: MAX_TOMBSTONES }, (_, i) => [`k${i}`, { uid: `u${i}`, at: at(NOW - 5_000 + i), ...(i === 0 ? { held: true } : {}) }]));
+    const added = applyTombstoneChanges(full, new Map([['extra', { uid: 'x', at: at(NOW) }]]), NOW);
+    expect(added.next.size).toBe(MAX_TOMBSTONES);
+    expect(added.next.get('extra')).toEqual({ uid: 'x', at: at(NOW) });
+    expect(added.next.get('k0')?.held).toBe(true);
+    expect(added.evicted).toEqual(['k1']);
+    // A flood of new ones: each write keeps every one it adds, down to the budget.
+    const flood = new Map(Array.from({ length: 300 }, (_, i) => [`f${i}`, { uid: `f${i}`, at: at(NOW) }]));
+    const flooded = applyTombstoneChanges(full, flood, NOW);
+    expect(flooded.next.size).toBe(MAX_TOMBSTONES);
+    expect([...flood.keys()].every((k) => flooded.next.has(k))).toBe(true);
+    expect(flooded.evicted).toHaveLength(300);
+    expect(applyTombstoneChanges(full, new Map([['k1', null]]), NOW).next.size).toBe(MAX_TOMBSTONES - 1);
     const old = new Map([['old', { uid: 'o', at: at(NOW - 2 * 3600_000) }]]);
-    expect(applyTombstoneChanges(old, new Map(), NOW).size).toBe(0);
+    expect(applyTombstoneChanges(old, new Map(), NOW).next.size).toBe(0);
+  });
+
+  it('stay within a byte budget too: a flood of 253-character names cannot outgrow the one Secret that holds them', () => {
+    const long = (i: number) => `argoproj.io/applications/argocd/${String(i).padStart(6, '0')}${'n'.repeat(247)}`;
+    const flood = new Map(Array.from({ length: 3000 }, (_, i) => [long(i), { uid: '0b7c6a8e-4f1e-4a53-9a45-2c1d6f3e9b10', at: at(NOW - 3000 + i) }]));
+    const { next } = applyTombstoneChanges(flood, new Map([['argoproj.io/applications/argocd/real', { uid: 'r', at: at(NOW) }]]), NOW);
+    expect(JSON.stringify(Object.fromEntries(next)).length).toBeLessThanOrEqual(MAX_TOMBSTONE_BYTES);
+    expect(next.has('argoproj.io/applications/argocd/real')).toBe(true);
+    expect(next.has(long(2999))).toBe(true);
+    expect(next.has(long(0))).toBe(false);
+  });
+
+  it('age by the clock of the replica that judges them: a writer whose clock runs ahead or behind moves nothing', () => {
+    const ahead = { uid: 'a', at: at(NOW + 10 * 60_000) };
+    expect(expired(ahead, NOW + 5_000, NOW - 60_000, NOW)).toBe(false);
+    expect(expired(ahead, NOW + 11_000, NOW - 60_000, NOW)).toBe(true);
+    const behind = { uid: 'b', at: at(NOW - 10 * 60_000) };
+    expect(expired(behind, NOW + 5_000, NOW - 60_000, NOW)).toBe(false);
+    expect(expired(behind, NOW + 11_000, NOW - 60_000, NOW)).toBe(true);
+    // A watch that restarted since (it may have missed the delete) keeps it.
+    expect(expired(behind, NOW + 11_000, NOW - 2_000, NOW)).toBe(false);
+    expect(expired(ahead, NOW + 11_000, NOW + 1_000, NOW)).toBe(false);
+  });
+
+  it('are recorded only for a review with an apiserver uid (a UUID): a forged long uid costs no write', () => {
+    expect(tombstoneOf('0b7c6a8e-4f1e-4a53-9a45-2c1d6f3e9b10', NOW)).toEqual({ uid: '0b7c6a8e-4f1e-4a53-9a45-2c1d6f3e9b10', at: at(NOW) });
+    expect(() => tombstoneOf('x'.repeat(128), NOW)).toThrow(/not from a kube-apiserver/);
+    expect(() => tombstoneOf(undefined, NOW)).toThrow(/without the old object/);
   });
 
   it('the writer batches concurrent changes into few writes', async () => {

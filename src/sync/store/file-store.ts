@@ -6,7 +6,7 @@ import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { MemoryStore, type StateChange } from './memory-store.js';
 import { applyTouch, isTouch, type Touch } from './touch.js';
-import { emptySnapshot, type Snapshot } from './types.js';
+import { emptySnapshot, type Snapshot, type StoreReport } from './types.js';
 
 const FORMAT = 'spec-guard/canonical-state/v2';
 /** The format before v2: one JSON document (read, never written). */
@@ -152,9 +152,9 @@ export class FileStore extends MemoryStore {
 
   constructor(
     private readonly path: string,
-    private readonly report: (msg: string, fields: Record<string, unknown>) => void,
+    report: StoreReport,
   ) {
-    super();
+    super(report);
     this.description = `file ${path}`;
     this.logPath = `${path}.log`;
   }

@@ -2,7 +2,7 @@ import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { TombstoneWriter } from './tombstone-writer.js';
 import type { Touch } from './touch.js';
-import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
+import { emptySnapshot, evictionReport, type CanonicalStore, type Snapshot, type StoreReport } from './types.js';
 
 /** What one write changed: entries and tombstones set (a value) or removed (null), entries touched, or the continuity record. */
 export interface StateChange {
@@ -20,6 +20,8 @@ export class MemoryStore implements CanonicalStore {
   readonly description: string = 'memory (lost on restart)';
   readonly shared = false;
   protected state: Snapshot = emptySnapshot();
+
+  constructor(protected readonly report: StoreReport = () => undefined) {}
 
   /** Makes a change (already applied to `state`) durable; nothing to do in memory. */
   protected async persist(_change: StateChange): Promise<void> {}
@@ -56,7 +58,7 @@ export class MemoryStore implements CanonicalStore {
     for (const [key, tombstone] of after) if (before.get(key) !== tombstone) diff.set(key, tombstone);
     for (const key of before.keys()) if (!after.has(key)) diff.set(key, null);
     await this.persist({ tombstones: diff });
-  });
+  }, Date.now, (keys) => evictionReport(this.report)(keys));
 
   addTombstone(key: string, tombstone: Tombstone): Promise<void> {
     return this.tombstones.set(key, tombstone);

@@ -4,7 +4,7 @@ import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { TombstoneWriter } from './tombstone-writer.js';
 import { applyTouch, isTouch, type Touch } from './touch.js';
-import { emptySnapshot, type CanonicalStore, type Snapshot } from './types.js';
+import { emptySnapshot, evictionReport, type CanonicalStore, type Snapshot, type StoreReport } from './types.js';
 import { MANAGED_BY_LABEL } from '../../names.js';
 
 const ENTRIES_KEY = 'entries.json.gz';
@@ -99,6 +99,7 @@ export class SecretStore implements CanonicalStore {
     private readonly kube: KubeClient,
     private readonly namespace: string,
     private readonly name: string,
+    private readonly report: StoreReport = () => undefined,
   ) {
     this.description = `secret ${namespace}/${name}-index (and its shards), ${name}-tombstones and ${name}-continuity`;
   }
@@ -389,7 +390,7 @@ export class SecretStore implements CanonicalStore {
     }
   }
 
-  private readonly tombstones = new TombstoneWriter((change) => this.writeTombstones(change));
+  private readonly tombstones = new TombstoneWriter((change) => this.writeTombstones(change), Date.now, (keys) => evictionReport(this.report)(keys));
 
   usage(): number {
     return Math.max(0, ...this.sizes.values()) / MAX_SECRET_BYTES;

@@ -13,11 +13,19 @@ export class TombstoneWriter {
   private pending = new Map<string, Tombstone | null>();
   private readonly flush: () => Promise<void>;
 
-  constructor(write: TombstoneWrite, now: () => number = Date.now) {
+  /** `onEvicted`: the keys a write dropped for room (past the budget). */
+  constructor(write: TombstoneWrite, now: () => number = Date.now, onEvicted: (keys: string[]) => void = () => undefined) {
     this.flush = coalesce(async () => {
       const changes = this.pending;
       this.pending = new Map();
-      if (changes.size) await write((current) => applyTombstoneChanges(current, changes, now()));
+      if (!changes.size) return;
+      let evicted: string[] = [];
+      await write((current) => {
+        const applied = applyTombstoneChanges(current, changes, now());
+        evicted = applied.evicted; // the last attempt's (a 409 retries with a newer current)
+        return applied.next;
+      });
+      if (evicted.length) onEvicted(evicted);
     });
   }
 

@@ -40,3 +40,10 @@ export interface CanonicalStore {
 }
 
 export const emptySnapshot = (): Snapshot => ({ entries: new Map(), tombstones: new Map() });
+
+/** How a store reports a problem it handled (logged as an error by the runtime). */
+export type StoreReport = (msg: string, fields: Record<string, unknown>) => void;
+
+/** What a store says when a tombstone write dropped some for room. */
+export const evictionReport = (report: StoreReport) => (keys: string[]) =>
+  report('tombstones evicted for room: more deletes than the budget are waiting for the watch (forged reviews, where reviews are not authenticated?)', { evicted: keys.length, first: keys[0] });
