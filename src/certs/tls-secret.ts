@@ -1,4 +1,4 @@
-import { decodeSecretData, encodeSecretData, isConflict, secretPath, type KubeClient, type Secret } from '../kube/index.js';
+import { decodeSecretData, encodeSecretData, isConflict, Resources, secretPath, type KubeClient, type Secret } from '../kube/index.js';
 import type { KeyPair } from './generate.js';
 import { CA_SECRET, MANAGED_BY_LABEL, TLS_SECRET } from '../names.js';
 
@@ -62,9 +62,8 @@ export async function writeTlsSecret(
     data: encodeSecretData(data),
   };
   try {
-    return current
-      ? await kube.request<Secret>('PUT', secretPath(namespace, name), { body })
-      : await kube.request<Secret>('POST', secretPath(namespace), { body });
+    // PUT at the version read (a rotation request that arrived since is not lost), or create.
+    return await new Resources<Secret>(kube, secretPath(namespace)).write(body);
   } catch (err) {
     if (isConflict(err)) return undefined;
     throw err;
@@ -73,8 +72,5 @@ export async function writeTlsSecret(
 
 /** Asks the running leader for a rotation of Secret `name`; the token identifies the request. */
 export async function requestRotation(kube: KubeClient, namespace: string, name: string, token: string): Promise<void> {
-  await kube.request('PATCH', secretPath(namespace, name), {
-    body: { metadata: { annotations: { [ROTATE_REQUESTED]: token } } },
-    contentType: 'application/merge-patch+json',
-  });
+  await new Resources<Secret>(kube, secretPath(namespace)).mergePatch(name, { metadata: { annotations: { [ROTATE_REQUESTED]: token } } });
 }

@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/index.js';
 import { isNotFound, KubeClient, collectionPath } from '../kube/index.js';
-import { createStore, stamperFromSecret, watchScopes } from '../sync/index.js';
-import { objectKey, observe, parseObjectKey, Policy, resourceName } from '../guard/index.js';
+import { createStore, stamperFromSecret, watchScopes, type Snapshot } from '../sync/index.js';
+import { objectKey, observe, parseObjectKey, Policy, resourceName, type Observation, type Stamper } from '../guard/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createLogger } from '../log/index.js';
 import { Metrics } from '../metrics/index.js';
@@ -54,6 +54,76 @@ async function listNamespaceLabels(kube: KubeClient): Promise<NamespaceLabels> {
 
 const statusFlags = defineFlags({ config: flag.config, kubeconfig: flag.kubeconfig, namespace: flag.namespace });
 
+/** What `observe` makes of an object, as a row's state and detail. */
+function describeObservation(obs: Observation): Omit<Row, 'object'> {
+  switch (obs.kind) {
+    case 'learn':
+      return { state: 'in sync', detail: 'stamped' };
+    case 'in-sync':
+      return { state: 'in sync', detail: obs.restoreStamp ? 'stamp missing or changed' : '' };
+    case 'too-deep':
+      return { state: 'too deep to guard', detail: 'reverted unless a trusted writer wrote it (then no longer guarded)' };
+    case 'changed':
+      return obs.previous
+        ? { state: 'changed, not stamped', detail: `${obs.changed.join(', ')}: the leader attributes it (admission layers below)` }
+        : { state: 'unknown canonical', detail: 'nothing vouches for it yet' };
+    case 'unknown':
+      return { state: 'unknown canonical', detail: '' };
+    case 'ignore':
+      return { state: 'deleting', detail: '' };
+  }
+}
+
+const displayName = (group: string, resource: string, namespace: string | undefined, name: string | undefined) =>
+  `${resourceName(group, resource)} ${namespace ? `${namespace}/` : ''}${name}`;
+
+/** One row per guarded object the apiserver lists; `seen` gets their keys. */
+async function listedRows(kube: KubeClient, policy: Policy, stamper: Stamper, stored: Snapshot, seen: Set<string>): Promise<Row[]> {
+  const rows: Row[] = [];
+  const namespaceLabels = policy.readsNamespaceLabels ? await listNamespaceLabels(kube) : undefined;
+  for (const { group, version, resource, namespace: scope } of watchScopes(policy)) {
+    const list = await kube.request<{ items: KubeObject[] }>('GET', collectionPath(group, version, resource, scope));
+    for (const object of list.items) {
+      const key = objectKey(group, resource, object.metadata?.namespace, object.metadata?.name ?? '');
+      const entry = stored.entries.get(key);
+      const matched = policy.matchStored(group, resource, object, entry, namespaceLabels);
+      if (!matched) continue;
+      seen.add(key);
+      const name = displayName(group, resource, object.metadata?.namespace, object.metadata?.name);
+      if (matched.mode === 'off') rows.push({ object: name, state: 'paused', detail: `mode off (resources[${matched.index}])` });
+      else if (!matched.selection.selects(object.metadata ?? {})) {
+        rows.push({ object: name, state: 'moved out', detail: 'its labels or annotations left the selection: the leader moves it back (or forgets it, for a trusted move)' });
+      } else rows.push({ object: name, ...describeObservation(observe(object, matched, key, entry, stored.tombstones.get(key), stamper)) });
+    }
+  }
+  return rows;
+}
+
+/** One row per canonical entry the apiserver no longer lists: deleted (a tombstone) or missing. */
+function unlistedRows(stored: Snapshot, seen: Set<string>): Row[] {
+  return [...stored.entries.keys()]
+    .filter((key) => !seen.has(key))
+    .map((key) => {
+      const { group, resource, namespace, name } = parseObjectKey(key);
+      const tombstone = stored.tombstones.get(key);
+      return {
+        object: displayName(group, resource, namespace, name),
+        state: tombstone ? 'deleted' : 'missing',
+        detail: tombstone ? `by the source of truth at ${tombstone.at}` : 'to be recreated from the canonical copy',
+      };
+    });
+}
+
+async function describeLeader(kube: KubeClient, namespace: string): Promise<string> {
+  try {
+    const lease = await kube.request<{ spec: { holderIdentity?: string; renewTime?: string } }>('GET', `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/spec-guard`);
+    return lease.spec.holderIdentity ? `${lease.spec.holderIdentity} (renewed ${lease.spec.renewTime})` : 'none (lease released)';
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    return 'none';
+  }
+}
+
 export async function status(argv: string[]): Promise<number> {
   const flags = statusFlags(argv);
   if (flags === 'help') {
@@ -68,76 +138,10 @@ export async function status(argv: string[]): Promise<number> {
     const stamper = await stamperFromSecret(kube, namespace);
     const store = createStore(config.store, kube, namespace, (msg) => console.error(`store: ${msg}`));
     const stored = await store.load();
-    const rows: Row[] = [];
     const seen = new Set<string>();
-    const namespaceLabels = policy.readsNamespaceLabels ? await listNamespaceLabels(kube) : undefined;
-    for (const { group, version, resource, namespace: scope } of watchScopes(policy)) {
-      const list = await kube.request<{ items: KubeObject[] }>('GET', collectionPath(group, version, resource, scope));
-      for (const object of list.items) {
-        const key = objectKey(group, resource, object.metadata?.namespace, object.metadata?.name ?? '');
-        const entry = stored.entries.get(key);
-        const matched = policy.matchStored(group, resource, object, entry, namespaceLabels);
-        if (!matched) continue;
-        seen.add(key);
-        const name = `${resourceName(group, resource)} ${object.metadata?.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata?.name}`;
-        if (matched.mode === 'off') {
-          rows.push({ object: name, state: 'paused', detail: `mode off (resources[${matched.index}])` });
-          continue;
-        }
-        if (!matched.selection.selects(object.metadata ?? {})) {
-          rows.push({ object: name, state: 'moved out', detail: 'its labels or annotations left the selection: the leader moves it back (or forgets it, for a trusted move)' });
-          continue;
-        }
-        const obs = observe(object, matched, key, entry, stored.tombstones.get(key), stamper);
-        const row = { object: name, state: '', detail: '' };
-        switch (obs.kind) {
-          case 'learn':
-            Object.assign(row, { state: 'in sync', detail: 'stamped' });
-            break;
-          case 'in-sync':
-            Object.assign(row, { state: 'in sync', detail: obs.restoreStamp ? 'stamp missing or changed' : '' });
-            break;
-          case 'too-deep':
-            Object.assign(row, { state: 'too deep to guard', detail: 'reverted unless a trusted writer wrote it (then no longer guarded)' });
-            break;
-          case 'changed':
-            Object.assign(row, {
-              state: obs.previous ? 'changed, not stamped' : 'unknown canonical',
-              detail: obs.previous ? `${obs.changed.join(', ')}: the leader attributes it (admission layers below)` : 'nothing vouches for it yet',
-            });
-            break;
-          case 'unknown':
-            Object.assign(row, { state: 'unknown canonical', detail: '' });
-            break;
-          case 'ignore':
-            Object.assign(row, { state: 'deleting', detail: '' });
-            break;
-        }
-        rows.push(row);
-      }
-    }
-    for (const key of stored.entries.keys()) {
-      if (seen.has(key)) continue;
-      const { group, resource, namespace: ns, name } = parseObjectKey(key);
-      const tombstone = stored.tombstones.get(key);
-      rows.push({
-        object: `${resourceName(group, resource)} ${ns ? `${ns}/` : ''}${name}`,
-        state: tombstone ? 'deleted' : 'missing',
-        detail: tombstone ? `by the source of truth at ${tombstone.at}` : 'to be recreated from the canonical copy',
-      });
-    }
-    console.log(table(rows));
-    let leader = 'none';
-    try {
-      const lease = await kube.request<{ spec: { holderIdentity?: string; renewTime?: string } }>(
-        'GET',
-        `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/spec-guard`,
-      );
-      leader = lease.spec.holderIdentity ? `${lease.spec.holderIdentity} (renewed ${lease.spec.renewTime})` : 'none (lease released)';
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    console.log(`\nleader: ${leader}`);
+    const rows = await listedRows(kube, policy, stamper, stored, seen);
+    console.log(table([...rows, ...unlistedRows(stored, seen)]));
+    console.log(`\nleader: ${await describeLeader(kube, namespace)}`);
     console.log(`store:  ${store.description}: ${stored.entries.size} canonical entries, ${stored.tombstones.size} tombstones`);
     console.log(`layers: ${await describeLayers(kube, policy, namespace, stored.continuity)}`);
     return 0;

@@ -1,6 +1,7 @@
 import type { Secret as CoreSecret } from 'kubernetes-types/core/v1.js';
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
-import { isConflict, isNotFound, type KubeClient } from './client.js';
+import { isConflict, type KubeClient } from './client.js';
+import { Resources } from './resources.js';
 import { MANAGED_BY_LABEL } from '../names.js';
 
 /** A Secret as JSON on the wire (kubernetes-types), as spec-guard writes and reads its own: named, in a namespace. */
@@ -17,13 +18,8 @@ export function encodeSecretData(data: Record<string, string | Buffer>): Record<
   return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
 }
 
-export async function readSecret(kube: KubeClient, namespace: string, name: string): Promise<Secret | undefined> {
-  try {
-    return await kube.request<Secret>('GET', secretPath(namespace, name));
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+export function readSecret(kube: KubeClient, namespace: string, name: string): Promise<Secret | undefined> {
+  return new Resources<Secret>(kube, secretPath(namespace)).get(name);
 }
 
 /**

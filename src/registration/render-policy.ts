@@ -115,39 +115,34 @@ function doorValidations(rule: Rule, on: string) {
   });
 }
 
+type Validation = { expression: string; messageExpression: string; reason: string };
+
+/** One rule's variables (its selection before and after; whether the policy governs the write) and validations. */
+function ruleChecks(policy: Policy, rule: Rule, covered: boolean): { variables: Array<{ name: string; expression: string }>; validations: Validation[] } {
+  const i = rule.index;
+  const variables = [{ name: `old${i}`, expression: membership(rule, 'oldObject', 'policy') }, { name: `new${i}`, expression: membership(rule, 'object', 'policy') }];
+  if (!covered) return { variables, validations: [] };
+  const variable = (r: Rule, root: string) => `variables.${root === 'object' ? 'new' : 'old'}${r.index}`;
+  variables.push({ name: `governs${i}`, expression: governsExpression(policy, rule, variable) });
+  const on = (operation: string) => `request.operation == '${operation}' && variables.governs${i}`;
+  const refuse = (expression: string, message: string): Validation => ({ expression, messageExpression: policyMessage(message), reason: 'Forbidden' });
+  const validations: Validation[] = [];
+  if (rule.config.creates === 'deny') validations.push(refuse(`!(${on('CREATE')})`, celMessage(messages.createDenial, objectName)));
+  if (rule.config.deletes === 'deny') validations.push(refuse(`!(${on('DELETE')})`, celMessage(messages.deleteDenial, objectName)));
+  validations.push(
+    ...doorValidations(rule, on('UPDATE')),
+    refuse(`!(${on('UPDATE')}) || ${celStamp('object')} == ${celStamp('oldObject')}`, celMessage(messages.stampDenial, objectName)),
+    refuse(`!(${on('UPDATE')}) || variables.old${i} == variables.new${i}`, celMessage(messages.selectionDenial, objectName)),
+  );
+  return { variables, validations };
+}
+
 export function renderAdmissionPolicy(policy: Policy, excludedNamespaces: string[]) {
   const covered = policy.rules.filter(policyCovers);
   const trusted = identityExpression([...policy.config.trust.users, ...(policy.selfUser ? [policy.selfUser] : [])], policy.trustedGroups);
-  const variables: Array<{ name: string; expression: string }> = [];
-  const validations: Array<{ expression: string; messageExpression: string; reason: string }> = [];
-
-  for (const rule of policy.rules) {
-    const i = rule.index;
-    variables.push({ name: `old${i}`, expression: membership(rule, 'oldObject', 'policy') }, { name: `new${i}`, expression: membership(rule, 'object', 'policy') });
-    if (!covered.includes(rule)) continue;
-    const variable = (r: Rule, root: string) => `variables.${root === 'object' ? 'new' : 'old'}${r.index}`;
-    variables.push({ name: `governs${i}`, expression: governsExpression(policy, rule, variable) });
-    const on = (operation: string) => `request.operation == '${operation}' && variables.governs${i}`;
-
-    if (rule.config.creates === 'deny') {
-      validations.push({ expression: `!(${on('CREATE')})`, messageExpression: policyMessage(celMessage(messages.createDenial, objectName)), reason: 'Forbidden' });
-    }
-    if (rule.config.deletes === 'deny') {
-      validations.push({ expression: `!(${on('DELETE')})`, messageExpression: policyMessage(celMessage(messages.deleteDenial, objectName)), reason: 'Forbidden' });
-    }
-    validations.push(...doorValidations(rule, on('UPDATE')));
-    validations.push({
-      expression: `!(${on('UPDATE')}) || ${celStamp('object')} == ${celStamp('oldObject')}`,
-      messageExpression: policyMessage(celMessage(messages.stampDenial, objectName)),
-      reason: 'Forbidden',
-    });
-    validations.push({
-      expression: `!(${on('UPDATE')}) || variables.old${i} == variables.new${i}`,
-      messageExpression: policyMessage(celMessage(messages.selectionDenial, objectName)),
-      reason: 'Forbidden',
-    });
-  }
-
+  const checks = policy.rules.map((rule) => ruleChecks(policy, rule, covered.includes(rule)));
+  const variables = checks.flatMap((c) => c.variables);
+  const validations = checks.flatMap((c) => c.validations);
   // Labelling a namespace out of a selection would unguard its objects at once.
   const leaves = namespaceLeavesExpression(covered);
   if (leaves) {

@@ -57,6 +57,92 @@ export function policyHolds(policy: Policy): boolean {
   return policy.config.admissionPolicy && policy.rules.every((r) => r.mode === 'warn' || r.mode === 'off' || policyCovers(r));
 }
 
+/** The match conditions and failure policies both configurations are built from. */
+function webhookConditions(policy: Policy) {
+  const users = [...policy.config.trust.users, ...(policy.selfUser ? [policy.selfUser] : [])];
+  const trusted = identityExpression(users, policy.trustedGroups);
+  // With the in-apiserver policy in place for every rule that refuses or undoes untrusted
+  // changes, the guard webhook adds precision (messages, normalizers, rewrite) but need not
+  // fail closed: an outage then costs precision, not protection.
+  const guardFailurePolicy = policyHolds(policy) ? 'Ignore' : 'Fail';
+  // The policy leaves the spec of writers that need a normalizer to the webhook: for them the
+  // webhook is the fail-closed layer, so their check fails closed (they only normalize, and
+  // retry; the source of truth is never among them).
+  const normalized = policy.config.trust.normalizedWriters;
+  const isNormalized = { name: 'normalized-writer', expression: consumerExpression(normalized) };
+  // What layer 0 decides alone skips the mutating webhook, so that a denial costs no hop. The
+  // validating webhook still matches: the apiserver calls it only when the policy admitted the
+  // write, which covers the second in which a new or restored policy is not in force yet.
+  const decided = policyDecidesExpression(policy, 'webhook');
+  return {
+    guardFailurePolicy,
+    isTrusted: { name: 'trusted', expression: trusted },
+    isUntrusted: { name: 'untrusted', expression: `!(${trusted})` },
+    guardedChange: { name: 'guarded-change', expression: guardedChangeExpression(policy) },
+    isNormalized,
+    notNormalized: { name: 'not-normalized-writer', expression: `!(${isNormalized.expression})` },
+    splitNormalized: guardFailurePolicy === 'Ignore' && normalized.length > 0,
+    notDecided: decided ? [{ name: 'not-decided-by-policy', expression: `!(${decided})` }] : [],
+  };
+}
+
+type Conditions = ReturnType<typeof webhookConditions>;
+
+/** What every webhook of both configurations shares. */
+const commonFields = (policy: Policy, options: RenderOptions) => ({
+  admissionReviewVersions: ['v1'],
+  sideEffects: 'NoneOnDryRun',
+  timeoutSeconds: 3,
+  matchPolicy: 'Equivalent',
+  namespaceSelector: namespaceSelector(policy, options.excludedNamespaces),
+});
+
+const metadata = { name: ADMISSION_OBJECT_NAME, labels: MANAGED_BY_LABEL };
+
+/** Trusted writes stamped (Ignore: never block the source of truth); untrusted ones the policy left undecided, checked. */
+function mutatingConfiguration(policy: Policy, options: RenderOptions, c: Conditions) {
+  const common = commonFields(policy, options);
+  const webhook = (name: string, failurePolicy: string, matchConditions: unknown[]) => ({
+    ...common,
+    name,
+    clientConfig: clientConfig(options.endpoint, '/mutate', options.caBundle),
+    rules: resourceRules(policy.rules, ['CREATE', 'UPDATE']),
+    failurePolicy,
+    reinvocationPolicy: 'IfNeeded',
+    matchConditions,
+  });
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata,
+    webhooks: [webhook('stamp.spec-guard.io', 'Ignore', [c.isTrusted]), webhook('guard.spec-guard.io', c.guardFailurePolicy, [c.isUntrusted, c.guardedChange, ...c.notDecided])],
+  };
+}
+
+/** Untrusted changes checked (normalizing writers apart, failing closed); trusted deletes tombstoned (Fail). */
+function validatingConfiguration(policy: Policy, options: RenderOptions, c: Conditions) {
+  const common = commonFields(policy, options);
+  const webhook = (name: string, rules: unknown[], failurePolicy: string, matchConditions: unknown[]) => ({
+    ...common,
+    name,
+    clientConfig: clientConfig(options.endpoint, '/validate', options.caBundle),
+    rules,
+    failurePolicy,
+    matchConditions,
+  });
+  const guardRules = [...resourceRules(policy.rules, ['CREATE', 'UPDATE', 'DELETE']), ...(policy.readsNamespaceLabels ? [namespaceUpdateRule] : [])];
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata,
+    webhooks: [
+      webhook('guard.spec-guard.io', guardRules, c.guardFailurePolicy, [c.isUntrusted, c.guardedChange, ...(c.splitNormalized ? [c.notNormalized] : [])]),
+      ...(c.splitNormalized ? [webhook('normalized.spec-guard.io', resourceRules(policy.rules, ['UPDATE']), 'Fail', [c.isUntrusted, c.guardedChange, c.isNormalized])] : []),
+      webhook('tombstone.spec-guard.io', resourceRules(policy.rules, ['DELETE']), 'Fail', [c.isTrusted]),
+    ],
+  };
+}
+
 /**
  * The MutatingWebhookConfiguration and ValidatingWebhookConfiguration for a policy:
  * trusted writers are stamped (failurePolicy Ignore: never block the source of truth);
@@ -65,98 +151,8 @@ export function policyHolds(policy: Policy): boolean {
  * since a delete without one would be undone).
  */
 export function renderWebhookConfigurations(policy: Policy, options: RenderOptions) {
-  const users = [...policy.config.trust.users, ...(policy.selfUser ? [policy.selfUser] : [])];
-  const trusted = identityExpression(users, policy.trustedGroups);
-  const changed = guardedChangeExpression(policy);
-  // With the in-apiserver policy in place for every rule that refuses or undoes untrusted
-  // changes, the guard webhook adds precision (messages, normalizers, rewrite) but need not
-  // fail closed: an outage then costs precision, not protection.
-  const guardFailurePolicy = policyHolds(policy) ? 'Ignore' : 'Fail';
-  const common = {
-    admissionReviewVersions: ['v1'],
-    sideEffects: 'NoneOnDryRun',
-    timeoutSeconds: 3,
-    matchPolicy: 'Equivalent',
-    namespaceSelector: namespaceSelector(policy, options.excludedNamespaces),
-  };
-  const isTrusted = { name: 'trusted', expression: trusted };
-  const isUntrusted = { name: 'untrusted', expression: `!(${trusted})` };
-  const guardedChange = { name: 'guarded-change', expression: changed };
-  // The policy leaves the spec of writers that need a normalizer to the webhook: for them the
-  // webhook is the fail-closed layer, so their check fails closed (they only normalize, and
-  // retry; the source of truth is never among them).
-  const normalized = policy.config.trust.normalizedWriters;
-  const isNormalized = { name: 'normalized-writer', expression: consumerExpression(normalized) };
-  const notNormalized = { name: 'not-normalized-writer', expression: `!(${isNormalized.expression})` };
-  const splitNormalized = guardFailurePolicy === 'Ignore' && normalized.length > 0;
-  // What layer 0 decides alone skips the mutating webhook, so that a denial costs no hop. The
-  // validating webhook still matches: the apiserver calls it only when the policy admitted the
-  // write, which covers the second in which a new or restored policy is not in force yet.
-  const decided = policyDecidesExpression(policy, 'webhook');
-  const mutatingGuardConditions = [isUntrusted, guardedChange, ...(decided ? [{ name: 'not-decided-by-policy', expression: `!(${decided})` }] : [])];
-  const metadata = { name: ADMISSION_OBJECT_NAME, labels: MANAGED_BY_LABEL };
-
-  const mutating = {
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'MutatingWebhookConfiguration',
-    metadata,
-    webhooks: [
-      {
-        ...common,
-        name: 'stamp.spec-guard.io',
-        clientConfig: clientConfig(options.endpoint, '/mutate', options.caBundle),
-        rules: resourceRules(policy.rules, ['CREATE', 'UPDATE']),
-        failurePolicy: 'Ignore',
-        reinvocationPolicy: 'IfNeeded',
-        matchConditions: [isTrusted],
-      },
-      {
-        ...common,
-        name: 'guard.spec-guard.io',
-        clientConfig: clientConfig(options.endpoint, '/mutate', options.caBundle),
-        rules: resourceRules(policy.rules, ['CREATE', 'UPDATE']),
-        failurePolicy: guardFailurePolicy,
-        reinvocationPolicy: 'IfNeeded',
-        matchConditions: mutatingGuardConditions,
-      },
-    ],
-  };
-  const validating = {
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingWebhookConfiguration',
-    metadata,
-    webhooks: [
-      {
-        ...common,
-        name: 'guard.spec-guard.io',
-        clientConfig: clientConfig(options.endpoint, '/validate', options.caBundle),
-        rules: [...resourceRules(policy.rules, ['CREATE', 'UPDATE', 'DELETE']), ...(policy.readsNamespaceLabels ? [namespaceUpdateRule] : [])],
-        failurePolicy: guardFailurePolicy,
-        matchConditions: [isUntrusted, guardedChange, ...(splitNormalized ? [notNormalized] : [])],
-      },
-      ...(splitNormalized
-        ? [
-            {
-              ...common,
-              name: 'normalized.spec-guard.io',
-              clientConfig: clientConfig(options.endpoint, '/validate', options.caBundle),
-              rules: resourceRules(policy.rules, ['UPDATE']),
-              failurePolicy: 'Fail',
-              matchConditions: [isUntrusted, guardedChange, isNormalized],
-            },
-          ]
-        : []),
-      {
-        ...common,
-        name: 'tombstone.spec-guard.io',
-        clientConfig: clientConfig(options.endpoint, '/validate', options.caBundle),
-        rules: resourceRules(policy.rules, ['DELETE']),
-        failurePolicy: 'Fail',
-        matchConditions: [isTrusted],
-      },
-    ],
-  };
-  return { mutating, validating };
+  const conditions = webhookConditions(policy);
+  return { mutating: mutatingConfiguration(policy, options, conditions), validating: validatingConfiguration(policy, options, conditions) };
 }
 
 export type WebhookConfigurations = ReturnType<typeof renderWebhookConfigurations>;

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { Informer, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
@@ -33,13 +33,10 @@ const publishedSchema = z.object({
 });
 
 /** The client authentication a CA file gives: any certificate the CA signed. */
-export function clientAuthFromFile(file: string): ClientAuthentication {
-  let ca: string;
-  try {
-    ca = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`--client-ca-file: cannot read ${file}: ${(err as Error).message}`);
-  }
+export async function clientAuthFromFile(file: string): Promise<ClientAuthentication> {
+  const ca = await readFile(file, 'utf8').catch((err: Error) => {
+    throw new Error(`--client-ca-file: cannot read ${file}: ${err.message}`);
+  });
   return { ca, allowedNames: [] };
 }
 

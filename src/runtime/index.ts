@@ -1,5 +1,4 @@
-import type { Server } from 'node:https';
-import { expiryOf, type ServingMaterial, type TlsFiles } from '../certs/index.js';
+import type { TlsFiles } from '../certs/index.js';
 import type { Config } from '../config/index.js';
 import { objectKey, Policy, reviewedName, Stamper, tombstoneOf, type Layers } from '../guard/index.js';
 import { EventRecorder, type AdmissionRequest, type KubeClient } from '../kube/index.js';
@@ -7,14 +6,13 @@ import { createLogger, type Logger, type LogLevel } from '../log/index.js';
 import { createMetricsServer, Metrics } from '../metrics/index.js';
 import { ContinuityMonitor, currentRevision, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from '../registration/index.js';
 import { CanonicalCache, createStore, LeaderElector, NamespaceLabelCache, stamperFromFile, stamperFromSecret, Watcher, type CanonicalStore, type WatcherDeps } from '../sync/index.js';
-import { createWebhookServer, type ClientAuthentication } from '../webhook/index.js';
+import { createWebhookServer } from '../webhook/index.js';
 import { SPEC_GUARD } from '../names.js';
 import { checkBeforeStart, connect, whoAmI } from './cluster.js';
 import { checkTrustedIdentities } from './trusted-identities.js';
 import { drain, listen } from './http.js';
 import { Lifecycle, type Component } from './lifecycle.js';
-import { servingHosts, servingTls } from './tls.js';
-import { clientAuthFromCluster, clientAuthFromFile } from './client-auth.js';
+import { startServing } from './serving.js';
 
 export interface RuntimeOptions {
   config: Config;
@@ -60,29 +58,16 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const stamper = o.stampKeyFile ? stamperFromFile(o.stampKeyFile) : kube ? await stamperFromSecret(kube, o.namespace) : new Stamper(Stamper.generateKey());
   const registrar = kube && o.register ? registrarFor(o, kube, policy, metrics, logger) : undefined;
 
-  let server: Server | undefined;
-  let serving: ServingMaterial | undefined;
-  const serveWith = (m: ServingMaterial) => {
-    serving = m;
-    // Hot reload: new TLS connections get the new certificate; open ones finish on the old.
-    const auth = clientAuth?.();
-    server?.setSecureContext({ cert: m.cert, key: m.key, ...(auth ? { ca: auth.ca } : {}) });
-    metrics.certificateExpiry.set({ certificate: 'serving' }, expiryOf(m.cert).getTime() / 1000);
-  };
-  const { auth: clientAuth, component: clientCaWatch } = await clientAuthentication(o, kube, logger, () => serving && serveWith(serving));
-  const hosts = servingHosts(o);
-  const tls = await servingTls({ ...o, kube, registrar, hosts, logger, metrics, onServing: serveWith });
-  serveWith(tls.material);
-
+  const serving = await startServing(o, { kube, registrar, logger, metrics });
   const store = createStore(o.standalone ? { ...o.config.store, type: 'memory' } : o.config.store, kube, o.namespace, logger.error);
   // Rules that select namespaces by label read them from a watch of the namespaces.
   const namespaces = kube && policy.readsNamespaceLabels ? new NamespaceLabelCache(kube, logger) : undefined;
   let ready = false;
   // The admission layers as last verified (once the cluster parts run): admission reads them.
   const layers: { current: () => Layers | undefined } = { current: () => undefined };
-  server = createWebhookServer({
-    tls: tls.material,
-    clientAuth,
+  const server = createWebhookServer({
+    tls: serving.tls.material,
+    clientAuth: serving.clientAuth,
     decisionContext: () => ({ policy, canonical: cache, stamper, namespaceLabels: namespaces?.get, now: Date.now(), layers: layers.current() }),
     metrics,
     logger,
@@ -91,7 +76,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   });
   const metricsServer = createMetricsServer(metrics, () => ready);
   const parts = new Lifecycle(logger);
-  parts.add(clientCaWatch, tls.keeper, namespaces && { name: 'namespace labels', start: () => namespaces.start(), stop: () => namespaces.stop() });
+  serving.attach(server);
+  parts.add(...serving.parts, namespaces && { name: 'namespace labels', start: () => namespaces.start(), stop: () => namespaces.stop() });
   await parts.start();
   const webhookPort = await listen(server, o.port, o.bindAddress, 'webhook');
   const metricsPort = await listen(metricsServer, o.metricsPort, o.bindAddress, 'metrics');
@@ -112,25 +98,6 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       kube?.close();
     },
   };
-}
-
-/** Who may post reviews, or undefined (anyone who reaches the port: said loudly). */
-async function clientAuthentication(
-  o: RuntimeOptions,
-  kube: KubeClient | undefined,
-  logger: Logger,
-  onChange: () => void,
-): Promise<{ auth?: () => ClientAuthentication; component?: Component }> {
-  if (o.clientCaFile) {
-    const auth = clientAuthFromFile(o.clientCaFile);
-    return { auth: () => auth };
-  }
-  if (o.clientCaFromCluster) {
-    if (!kube) throw new Error('--client-ca-from-cluster needs a cluster (it reads kube-system/extension-apiserver-authentication)');
-    return clientAuthFromCluster(kube, logger, onChange);
-  }
-  logger.warn('reviews are not authenticated: any pod that reaches the webhook port is answered and can have a spec stamped; set --client-ca-from-cluster or --client-ca-file');
-  return {};
 }
 
 function registrarFor(o: RuntimeOptions, kube: KubeClient, policy: Policy, metrics: Metrics, logger: Logger): WebhookRegistrar {

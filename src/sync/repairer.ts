@@ -1,4 +1,4 @@
-import { collectionPath, KubeError, objectPath, type EventRecorder, type KubeClient, type KubeObject } from '../kube/index.js';
+import { collectionPath, isNotFound, KubeError, objectPath, type EventRecorder, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { resourceName, RevertThrottle, type PatchOp, type RepairPlan, type Report, type Rule } from '../guard/index.js';
@@ -38,7 +38,6 @@ export interface RepairerDeps {
 
 const DONE: Outcome = { again: false };
 const isRetryableConflict = (err: unknown) => err instanceof KubeError && (err.status === 409 || err.status === 422);
-const isGone = (err: unknown) => err instanceof KubeError && err.status === 404;
 
 /**
  * Executes repair plans: the cache and store changes, the patches and creates (each with a
@@ -146,7 +145,7 @@ export class Repairer {
       });
       return DONE;
     } catch (err) {
-      if (isGone(err)) return DONE;
+      if (isNotFound(err)) return DONE;
       if (isRetryableConflict(err)) return { again: true };
       if (what === 'revert') this.d.metrics.reverts.inc({ resource: resourceName(target.group, target.resource), result: 'error' });
       throw new Error(`${what} failed: ${(err as Error).message}`);

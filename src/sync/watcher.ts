@@ -1,4 +1,4 @@
-import { collectionPath, Informer, KubeError, objectPath, WorkQueue, type EventRecorder, type InformerEvent, type KubeClient, type KubeObject } from '../kube/index.js';
+import { collectionPath, Informer, isNotFound, objectPath, WorkQueue, type EventRecorder, type InformerEvent, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
@@ -91,7 +91,6 @@ const MAX_RETRIES = 10;
  */
 const CONCURRENT_REPAIRS = 64;
 
-const isGone = (err: unknown) => err instanceof KubeError && err.status === 404;
 
 /**
  * The second line of defence: watches every guarded resource, keeps the canonical cache
@@ -274,7 +273,7 @@ export class Watcher {
         try {
           work = { ...work, stale: false, object: await this.d.kube.request<KubeObject>('GET', objectPath(target.group, target.version, target.resource, namespace, name)) };
         } catch (err) {
-          if (isGone(err)) return;
+          if (isNotFound(err)) return;
           throw err;
         }
       }

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import ts from 'typescript';
 import { describe, expect, it } from '@jest/globals';
 
 const src = new URL('../../src/', import.meta.url);
@@ -23,5 +24,35 @@ describe('the code layout', () => {
   it('kube/ is the bottom layer: it imports only itself, the names and Kubernetes wire types', () => {
     const allowed = [/^\.\/[a-z-]+\.js$/, /^\.\.\/names\.js$/, /^kubernetes-types\//, /^@kubernetes\/client-node$/, /^node:/, /^yaml$/];
     expect(importsOf('kube').filter(({ from }) => !allowed.some((a) => a.test(from)))).toEqual([]);
+  });
+
+  it('small files with one purpose, small functions: no file in src/ over 350 lines, no function over 60', () => {
+    const files = (readdirSync(src, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
+    const tooLong: string[] = [];
+    for (const file of files) {
+      const text = readFileSync(new URL(file, src), 'utf8');
+      const lines = text.split('\n').length;
+      if (lines > 351) tooLong.push(`${file}: ${lines} lines`);
+      const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+      const visit = (node: ts.Node): void => {
+        if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+          const from = source.getLineAndCharacterOfPosition(node.getStart()).line;
+          const to = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+          if (to - from + 1 > 60) tooLong.push(`${file}:${from + 1}: a function of ${to - from + 1} lines`);
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
+    }
+    expect(tooLong).toEqual([]);
+  });
+
+  it('Kubernetes objects are read and written through the typed resource client or the informers, not by raw paths, in the stores and certificates', () => {
+    for (const folder of ['sync/store', 'certs']) {
+      const raw = readdirSync(new URL(`${folder}/`, src))
+        .filter((f) => f.endsWith('.ts'))
+        .filter((file) => /\.request[<(]/.test(readFileSync(new URL(`${folder}/${file}`, src), 'utf8')));
+      expect({ folder, raw }).toEqual({ folder, raw: [] });
+    }
   });
 });

@@ -1,76 +1,32 @@
-import { gunzipSync, gzipSync } from 'node:zlib';
-import { isConflict, isNotFound, secretPath, type KubeClient, type Secret } from '../../kube/index.js';
+import { Resources, secretPath, type KubeClient, type Secret } from '../../kube/index.js';
 import type { ContinuityRecord } from '../../guard/attribution.js';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import { TombstoneWriter } from './tombstone-writer.js';
+import {
+  ENTRIES_KEY,
+  TOUCHES_KEY,
+  INDEX_KEY,
+  TOMBSTONES_KEY,
+  CONTINUITY_KEY,
+  MAX_SECRET_BYTES,
+  MIN_SHARDS,
+  GROW_BYTES,
+  INDEX_FORMAT,
+  JOURNAL_APPEND_BYTES,
+  FOLD_MIN_BYTES,
+  type Layout,
+  type Journal,
+  touchIn,
+  encodedBytes,
+  gzipJson,
+  gunzipJson,
+  mergeJournal,
+  shardOf,
+  tombstonesIn,
+} from './secret-format.js';
 import { applyTouch, isTouch, type Touch } from './touch.js';
 import { emptySnapshot, evictionReport, type CanonicalStore, type Snapshot, type StoreReport } from './types.js';
 import { MANAGED_BY_LABEL } from '../../names.js';
-
-const ENTRIES_KEY = 'entries.json.gz';
-/** A journal's touches, beside its entries: a spec-guard from before touches reads the entries alone, the safe side. */
-const TOUCHES_KEY = 'touches.json.gz';
-const INDEX_KEY = 'index.json';
-const TOMBSTONES_KEY = 'tombstones.json';
-const CONTINUITY_KEY = 'continuity.json';
-const MAX_SECRET_BYTES = 1024 * 1024;
-/** Fewest shards; and the layout of a store written before shards could grow (`<name>-0..15`). */
-const MIN_SHARDS = 16;
-/** A shard past this (compressed) size doubles the shard count: room to grow before the 1 MiB limit. */
-const GROW_BYTES = MAX_SECRET_BYTES / 2;
-const INDEX_FORMAT = 'spec-guard/secret-store/v2';
-/** The last journal Secret takes further changes (rewritten whole) while it is smaller than this. */
-const JOURNAL_APPEND_BYTES = 128 * 1024;
-/** Journals are folded into new shards once they outgrow the shards (and this). */
-const FOLD_MIN_BYTES = MAX_SECRET_BYTES;
-
-/**
- * Where the entries are: shard Secrets `<name>-g<generation>-<i>` for i below `shards`, then
- * the changes since, in journal Secrets `<name>-g<generation>-j<i>` for i below `journal`,
- * applied in order (a null entry: forgotten; `{ touch }`: the entry's revisions alone, kept
- * apart in the Secret under TOUCHES_KEY).
- */
-interface Layout {
-  generation: number;
-  shards: number;
-  journal: number;
-}
-
-type Journal = Record<string, CanonicalEntry | null | { touch: Touch }>;
-
-const touchIn = (value: Journal[string]): Touch | undefined => (value && 'touch' in value ? value.touch : undefined);
-
-/** Bytes of an encoded Secret's data: what counts against its 1 MiB. */
-const encodedBytes = (data: Record<string, string>) => Object.values(data).reduce((n, v) => n + v.length, 0);
-
-const gzipJson = (value: unknown): string => gzipSync(JSON.stringify(value)).toString('base64');
-const gunzipJson = (raw: string): unknown => JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8'));
-
-/**
- * `later` applied to `earlier` (the newest journal, rewritten whole with further changes): a
- * touch of an entry the journal holds whole becomes that entry, touched (left whole if the
- * touch is not of its value, as a load would); two touches become one.
- */
-function mergeJournal(earlier: Journal, later: Journal): Journal {
-  const merged = { ...earlier };
-  for (const [key, value] of Object.entries(later)) {
-    const touch = touchIn(value);
-    const base = merged[key];
-    if (!touch || !base) merged[key] = value;
-    else {
-      const earlierTouch = touchIn(base);
-      merged[key] = earlierTouch ? { touch: { ...earlierTouch, ...touch } } : (applyTouch(base as CanonicalEntry, touch) ?? base);
-    }
-  }
-  return merged;
-}
-
-/** FNV-1a: a key's shard, cheap enough to compute for every entry on every write. */
-function shardOf(key: string, shards: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
-  return (hash >>> 0) % shards;
-}
 
 /**
  * Canonical state in Secrets of spec-guard's namespace, shared by every replica: the
@@ -94,34 +50,30 @@ export class SecretStore implements CanonicalStore {
   private continuityVersion: string | undefined;
   /** Bytes last written, per Secret name: what `usage()` reports. */
   private readonly sizes = new Map<string, number>();
+  private readonly secrets: Resources<Secret>;
 
   constructor(
-    private readonly kube: KubeClient,
+    kube: KubeClient,
     private readonly namespace: string,
     private readonly name: string,
     private readonly report: StoreReport = () => undefined,
   ) {
+    this.secrets = new Resources<Secret>(kube, secretPath(namespace));
     this.description = `secret ${namespace}/${name}-index (and its shards), ${name}-tombstones and ${name}-continuity`;
   }
 
-  private async read(name: string): Promise<Secret | undefined> {
-    try {
-      return await this.kube.request<Secret>('GET', secretPath(this.namespace, name));
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  private read(name: string): Promise<Secret | undefined> {
+    return this.secrets.get(name);
   }
 
-  private async write(name: string, data: Record<string, string>, resourceVersion: string | undefined): Promise<Secret> {
-    const body: Secret = {
-      metadata: { name, namespace: this.namespace, labels: { ...MANAGED_BY_LABEL }, resourceVersion },
-      type: 'Opaque',
-      data,
-    };
-    return resourceVersion
-      ? this.kube.request<Secret>('PUT', secretPath(this.namespace, name), { body })
-      : this.kube.request<Secret>('POST', secretPath(this.namespace), { body });
+  /** The Secret `name` holding `data`, at `resourceVersion` (none: to be created). */
+  private body(name: string, data: Record<string, string>, resourceVersion: string | undefined): Secret {
+    return { metadata: { name, namespace: this.namespace, labels: { ...MANAGED_BY_LABEL }, resourceVersion }, type: 'Opaque', data };
+  }
+
+  /** Writes `data` to Secret `name` over whatever version is stored (only the leader writes these); returns the new version. */
+  private async overwrite(name: string, data: Record<string, string>, knownVersion: string | undefined): Promise<string | undefined> {
+    return (await this.secrets.overwrite(name, (version) => this.body(name, data, version), knownVersion)).metadata.resourceVersion;
   }
 
   private readonly shardName = (layout: Layout, shard: number) => `${this.name}-g${layout.generation}-${shard}`;
@@ -280,19 +232,8 @@ export class SecretStore implements CanonicalStore {
 
   private async writeShard(name: string, data: Record<string, string>): Promise<void> {
     this.sizes.set(name, encodedBytes(data));
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const saved = await this.write(name, data, this.shardVersions.get(name));
-        this.shardVersions.set(name, saved.metadata.resourceVersion!);
-        return;
-      } catch (err) {
-        // Conflict (a former leader wrote last) or a missing Secret: take its version and overwrite.
-        if (attempt >= 3 || !(isConflict(err) || isNotFound(err))) throw err;
-        const current = await this.read(name);
-        if (current) this.shardVersions.set(name, current.metadata.resourceVersion!);
-        else this.shardVersions.delete(name);
-      }
-    }
+    // A conflict (a former leader wrote last) or a missing Secret: its version is taken and overwritten.
+    this.shardVersions.set(name, (await this.overwrite(name, data, this.shardVersions.get(name)))!);
   }
 
   /**
@@ -318,23 +259,15 @@ export class SecretStore implements CanonicalStore {
   /** Switches the index to `layout` (one write: what a load reads from then on). */
   private async writeIndex(layout: Layout): Promise<void> {
     const index = { [INDEX_KEY]: Buffer.from(JSON.stringify({ format: INDEX_FORMAT, ...layout })).toString('base64') };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        this.indexVersion = (await this.write(`${this.name}-index`, index, this.indexVersion)).metadata.resourceVersion;
-        break;
-      } catch (err) {
-        if (attempt >= 3 || !(isConflict(err) || isNotFound(err))) throw err;
-        this.indexVersion = (await this.read(`${this.name}-index`))?.metadata.resourceVersion;
-      }
-    }
+    this.indexVersion = await this.overwrite(`${this.name}-index`, index, this.indexVersion);
     this.layout = layout;
   }
 
   /** Shards of generations before `generation` (and of the layout before the index): no longer read. */
   private async removeEarlierShards(generation: number): Promise<void> {
-    const list = await this.kube.request<{ items: Secret[] }>('GET', secretPath(this.namespace), { query: { labelSelector: Object.entries(MANAGED_BY_LABEL).map(([k, v]) => `${k}=${v}`).join(',') } });
+    const list = await this.secrets.list({ labelSelector: Object.entries(MANAGED_BY_LABEL).map(([k, v]) => `${k}=${v}`).join(',') });
     const prefix = `${this.name}-`;
-    const earlier = list.items
+    const earlier = list
       .map((secret) => secret.metadata.name!)
       .filter((name) => {
         if (!name.startsWith(prefix)) return false;
@@ -343,9 +276,7 @@ export class SecretStore implements CanonicalStore {
         return /^\d+$/.test(rest) || (shard !== null && Number(shard[1]) < generation);
       });
     for (const name of earlier) {
-      await this.kube.request('DELETE', secretPath(this.namespace, name)).catch((err: Error) => {
-        if (!isNotFound(err)) throw err;
-      });
+      await this.secrets.delete(name);
       this.sizes.delete(name);
       this.shardVersions.delete(name);
     }
@@ -355,39 +286,21 @@ export class SecretStore implements CanonicalStore {
   async saveContinuity(record: ContinuityRecord): Promise<void> {
     const name = `${this.name}-continuity`;
     const data = { [CONTINUITY_KEY]: Buffer.from(JSON.stringify(record)).toString('base64') };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        this.continuityVersion = (await this.write(name, data, this.continuityVersion)).metadata.resourceVersion;
-        return;
-      } catch (err) {
-        if (attempt >= 3 || !(isConflict(err) || isNotFound(err))) throw err;
-        this.continuityVersion = (await this.read(name))?.metadata.resourceVersion;
-      }
-    }
+    this.continuityVersion = await this.overwrite(name, data, this.continuityVersion);
   }
 
   private async readTombstonesSecret(): Promise<Map<string, Tombstone>> {
-    const secret = await this.read(`${this.name}-tombstones`);
-    const raw = secret?.data?.[TOMBSTONES_KEY];
-    return new Map(raw ? Object.entries(JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Record<string, Tombstone>) : []);
+    return tombstonesIn(await this.read(`${this.name}-tombstones`));
   }
 
   /** Read-modify-write of the tombstones Secret; a conflict (another replica wrote) re-reads and applies again. */
   private async writeTombstones(change: (current: Map<string, Tombstone>) => Map<string, Tombstone>): Promise<void> {
     const name = `${this.name}-tombstones`;
-    for (let attempt = 0; ; attempt++) {
-      const secret = await this.read(name);
-      const raw = secret?.data?.[TOMBSTONES_KEY];
-      const next = change(new Map(raw ? Object.entries(JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Record<string, Tombstone>) : []));
-      const data = { [TOMBSTONES_KEY]: Buffer.from(JSON.stringify(Object.fromEntries(next))).toString('base64') };
+    await this.secrets.update(name, (secret) => {
+      const data = { [TOMBSTONES_KEY]: Buffer.from(JSON.stringify(Object.fromEntries(change(tombstonesIn(secret))))).toString('base64') };
       this.sizes.set(name, data[TOMBSTONES_KEY].length);
-      try {
-        await this.write(name, data, secret?.metadata.resourceVersion);
-        return;
-      } catch (err) {
-        if (attempt >= 10 || !isConflict(err)) throw err; // 409: another replica wrote (or created) it first
-      }
-    }
+      return this.body(name, data, undefined);
+    });
   }
 
   private readonly tombstones = new TombstoneWriter((change) => this.writeTombstones(change), Date.now, (keys) => evictionReport(this.report)(keys));
