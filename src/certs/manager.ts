@@ -75,6 +75,7 @@ export class CertificateManager {
 
   constructor(private readonly o: CertificateManagerOptions) {
     this.queue = new WorkQueue(() => this.reconcile(), {
+      metrics: o.metrics.queue('certificates'),
       onError: (_key, err, retryInMs) => {
         if (!(err instanceof Conflict)) this.o.logger.warn('TLS reconcile failed; retrying', { error: (err as Error).message, retryInMs });
       },

@@ -1,12 +1,25 @@
 import { backoffMs } from './backoff.js';
 
-export interface WorkQueueOptions {
+/** What a queue reports of itself (kube/ knows no metrics library: the caller binds these to its own). */
+export interface QueueMetrics {
+  /** Keys waiting or running, after every change. */
+  depth(keys: number): void;
+  /** A failed run that will be retried. */
+  retried(): void;
+  /** A key given up after its retry cap (dropped until added again). */
+  givenUp(): void;
+}
+
+export interface WorkQueueOptions<T> {
   /** Keys handled at once (default 32). */
   concurrency?: number;
   /** Failures in a row after which a key is given up until it is added again (default: never). */
   maxRetries?: number;
   /** A failed run: `retryInMs` undefined means the key was given up. */
   onError?: (key: string, err: unknown, retryInMs: number | undefined) => void;
+  /** The item a failed run is retried with, unless a newer one was added meanwhile (default: the same). */
+  retryWith?: (item: T) => T;
+  metrics?: QueueMetrics;
 }
 
 interface Waiter {
@@ -15,16 +28,19 @@ interface Waiter {
 }
 
 /**
- * Keys to reconcile, each handled by one run at a time: adding a key that is queued changes
- * nothing, adding one that is running runs it once more afterwards (the handler reads the
- * newest state, so newest wins). A run that throws is retried with the one backoff policy
- * (200 ms doubling to 30 s) up to `maxRetries`; a run that succeeds resets the count.
- * Bounded: at most one entry per key, `concurrency` runs at a time.
+ * Keys to reconcile, each handled by one run at a time, with the newest item added for it:
+ * adding a key that is queued replaces its item (newest wins), adding one that is running
+ * runs it once more afterwards with the new item. A run that throws is retried with the one
+ * backoff policy (200 ms doubling to 30 s) up to `maxRetries`, with its own item unless a
+ * newer one came; a run that succeeds resets the count. Bounded: at most one item per key,
+ * `concurrency` runs at a time. Keeps its own metrics: depth, retries, keys given up.
  */
-export class WorkQueue {
+export class WorkQueue<T = undefined> {
   private readonly queued = new Set<string>();
   private readonly running = new Set<string>();
   private readonly again = new Set<string>();
+  /** The newest item of each key not yet handed to a run. */
+  private readonly items = new Map<string, T>();
   private readonly failures = new Map<string, number>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly waiters = new Map<string, Waiter[]>();
@@ -32,13 +48,23 @@ export class WorkQueue {
   private idle: Array<() => void> = [];
 
   constructor(
-    private readonly handler: (key: string) => Promise<void>,
-    private readonly o: WorkQueueOptions = {},
+    private readonly handler: (key: string, item: T) => Promise<void>,
+    private readonly o: WorkQueueOptions<T> = {},
   ) {}
 
-  /** Handles `key` as soon as a slot is free (or once more after the run in progress). */
-  add(key: string): void {
+  /** Handles `key` with `item` as soon as a slot is free (or once more after the run in progress). */
+  add(key: string, item?: T): void {
+    if (this.stopped) return;
+    this.items.set(key, item as T);
     this.enqueue(key);
+  }
+
+  /** As add(), but an item already waiting for `key` stays (it is newer than `item`). */
+  offer(key: string, item: T, afterMs?: number): void {
+    if (this.stopped) return;
+    if (!this.items.has(key)) this.items.set(key, item);
+    if (afterMs) this.addAfter(key, afterMs);
+    else this.enqueue(key);
   }
 
   /** As add(), and resolves when a run that started after this call succeeds (rejects when the key is given up). */
@@ -48,13 +74,15 @@ export class WorkQueue {
       list.push({ resolve, reject });
       this.waiters.set(key, list);
     });
+    if (!this.items.has(key)) this.items.set(key, undefined as T);
     this.enqueue(key);
     return done;
   }
 
-  /** Handles `key` after `ms` (an earlier add or addAfter wins). */
+  /** Handles `key` after `ms` (an earlier add or addAfter wins), with its waiting item. */
   addAfter(key: string, ms: number): void {
     if (this.stopped || this.timers.has(key)) return;
+    if (!this.items.has(key)) this.items.set(key, undefined as T);
     const timer = setTimeout(() => {
       this.timers.delete(key);
       this.enqueue(key);
@@ -74,6 +102,8 @@ export class WorkQueue {
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     this.queued.clear();
+    this.items.clear();
+    this.o.metrics?.depth(this.running.size);
     for (const list of this.waiters.values()) list.forEach((w) => w.resolve());
     this.waiters.clear();
     if (this.running.size) await new Promise<void>((resolve) => this.idle.push(resolve));
@@ -93,6 +123,7 @@ export class WorkQueue {
     if (this.running.has(key)) this.again.add(key);
     else this.queued.add(key);
     this.pump();
+    this.o.metrics?.depth(this.size);
   }
 
   private pump(): void {
@@ -108,8 +139,10 @@ export class WorkQueue {
   private async run(key: string): Promise<void> {
     const waiting = this.waiters.get(key) ?? [];
     this.waiters.delete(key);
+    const item = this.items.get(key) as T;
+    this.items.delete(key);
     try {
-      await this.handler(key);
+      await this.handler(key, item);
       this.failures.delete(key);
       waiting.forEach((w) => w.resolve());
     } catch (err) {
@@ -118,10 +151,13 @@ export class WorkQueue {
       const retryInMs = givenUp || this.stopped ? undefined : backoffMs(failures);
       this.o.onError?.(key, err, retryInMs);
       if (retryInMs === undefined) {
+        if (givenUp) this.o.metrics?.givenUp();
         this.failures.delete(key);
         waiting.forEach((w) => w.reject(err));
       } else {
+        this.o.metrics?.retried();
         this.failures.set(key, failures);
+        if (!this.items.has(key)) this.items.set(key, this.o.retryWith ? this.o.retryWith(item) : item);
         // Those waiting are served by the retry.
         this.waiters.set(key, [...waiting, ...(this.waiters.get(key) ?? [])]);
         this.addAfter(key, retryInMs);
@@ -131,6 +167,7 @@ export class WorkQueue {
       if (this.again.delete(key)) this.enqueue(key);
       if (this.running.size === 0 && this.stopped) this.idle.splice(0).forEach((r) => r());
       this.pump();
+      this.o.metrics?.depth(this.size);
     }
   }
 }

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { QueueMetrics } from '../kube/work-queue.js';
 
 /** Every spec-guard metric, on one registry. Labels take bounded values only. */
 export class Metrics {
@@ -141,6 +142,29 @@ export class Metrics {
     labelNames: ['queue'] as const,
     registers: [this.registry],
   });
+
+  readonly queueDepth = new Gauge({
+    name: 'spec_guard_work_queue_depth',
+    help: 'Keys waiting or being handled in a work queue, by queue.',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueRetries = new Counter({
+    name: 'spec_guard_work_queue_retries_total',
+    help: 'Failed runs a work queue will retry with backoff, by queue.',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
+
+  /** A work queue's own metrics, under its name (a fixed few: the label set stays bounded). */
+  queue(name: 'watcher' | 'namespaces' | 'registration' | 'certificates'): QueueMetrics {
+    return {
+      depth: (keys) => this.queueDepth.set({ queue: name }, keys),
+      retried: () => this.queueRetries.inc({ queue: name }),
+      givenUp: () => this.workGivenUp.inc({ queue: name }),
+    };
+  }
 
   readonly blindWindows = new Counter({
     name: 'spec_guard_blind_windows_total',

@@ -132,6 +132,7 @@ export class WebhookRegistrar implements CaBundleTarget {
         if (this.active) await this.reconcile(kind as ConfigKind);
       },
       {
+        metrics: metrics.queue('registration'),
         // A conflict is a write that raced the informer's view: the retry reads the newer one.
         onError: (kind, err, retryInMs) => this.logger[isConflict(err) ? 'debug' : 'warn']('admission object reconcile failed; retrying', { kind, error: (err as Error).message, retryInMs }),
       },

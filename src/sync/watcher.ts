@@ -101,9 +101,10 @@ const CONCURRENT_REPAIRS = 64;
  */
 export class Watcher {
   private readonly resources: WatchedResource[] = [];
-  /** The newest state of each key waiting to be handled (newest wins); bounded by the objects. */
-  private readonly latest = new Map<string, Pending>();
-  private readonly queue: WorkQueue;
+  /** The newest version of each object to handle (newest wins); bounded by the objects. */
+  private readonly queue: WorkQueue<Pending | undefined>;
+  /** Namespaces that entered a selection, to be listed. */
+  private readonly namespaceQueue: WorkQueue<NamespaceWork>;
   private readonly writer: StoreWriter;
   private readonly repairer: Repairer;
   private stopped = false;
@@ -118,14 +119,17 @@ export class Watcher {
     this.writer = new StoreWriter(d.store, d.cache, d.metrics, d.logger, d.isLeader);
     this.repairer = new Repairer({ ...d, writer: this.writer });
     this.tombstones = new TombstoneKeeper({ ...d, unsaved: (key) => this.writer.unsaved(key), watchingSince: (groupResource) => this.watchingSince.get(groupResource) });
-    this.queue = new WorkQueue((key) => this.process(key), {
+    const onError = (key: string, err: unknown, retryInMs: number | undefined) =>
+      d.logger.warn(retryInMs === undefined ? 'giving up on this version; the next event or resync brings it back' : 'handling failed; retrying', { key, retryInMs, error: (err as Error).message });
+    this.queue = new WorkQueue<Pending | undefined>((key, work) => this.process(key, work), {
       concurrency: CONCURRENT_REPAIRS,
       maxRetries: MAX_RETRIES,
-      onError: (key, err, retryInMs) => {
-        if (retryInMs === undefined) d.metrics.workGivenUp.inc({ queue: 'watcher' });
-        d.logger.warn(retryInMs === undefined ? 'giving up on this version; the next event or resync brings it back' : 'handling failed; retrying', { key, retryInMs, error: (err as Error).message });
-      },
+      onError,
+      // A failed version is retried as it was, one attempt more, unless a newer one came.
+      retryWith: (work) => work && { ...work, attempt: work.attempt + 1 },
+      metrics: d.metrics.queue('watcher'),
     });
+    this.namespaceQueue = new WorkQueue<NamespaceWork>((_key, work) => this.listNamespace(work), { maxRetries: MAX_RETRIES, onError, metrics: d.metrics.queue('namespaces') });
   }
 
   /** Loads the store (unless given its snapshot), then lists every guarded resource; resolves once all are listed. */
@@ -178,7 +182,7 @@ export class Watcher {
     this.stopped = true;
     clearInterval(this.sweepTimer);
     for (const r of this.resources) r.informer.stop();
-    await this.queue.stop();
+    await Promise.all([this.queue.stop(), this.namespaceQueue.stop()]);
     await this.writer.stop();
   }
 
@@ -207,7 +211,7 @@ export class Watcher {
     for (const scope of this.resources.filter((r) => r.namespace === undefined)) {
       const rules = this.d.policy.rules.filter((r) => r.selection.byNamespaceLabels && r.config.group === scope.group && r.config.resource === scope.resource);
       const selectedBy = (labels: Record<string, string> | undefined) => labels !== undefined && rules.some((r) => r.selection.inNamespace(namespace, () => labels));
-      if (!selectedBy(before) && selectedBy(after)) this.queue.add(`namespace:${scope.group}/${scope.version}/${scope.resource}/${namespace}`);
+      if (!selectedBy(before) && selectedBy(after)) this.namespaceQueue.add(`${scope.group}/${scope.version}/${scope.resource}/${namespace}`, { ...scope, namespace });
       if (selectedBy(before) && !selectedBy(after)) {
         const prefix = `${scope.group}/${scope.resource}/${namespace}/`;
         for (const key of [...this.d.cache.keys()]) {
@@ -221,8 +225,7 @@ export class Watcher {
   }
 
   /** Reads every object of a namespace that entered a selection, as a list would show them. */
-  private async listNamespace(work: string): Promise<void> {
-    const [group, version, resource, namespace] = work.slice('namespace:'.length).split('/') as [string, string, string, string];
+  private async listNamespace({ group, version, resource, namespace }: NamespaceWork): Promise<void> {
     const list = await this.d.kube.request<{ metadata: { resourceVersion: string }; items: KubeObject[] }>('GET', collectionPath(group, version, resource, namespace), { timeoutMs: 60_000 });
     this.d.logger.info('namespace entered a guarded selection', { namespace, resource: resourceName(group, resource) , objects: list.items.length });
     for (const item of list.items) {
@@ -254,35 +257,26 @@ export class Watcher {
     const rule = this.d.policy.matchStored(gvr.group, gvr.resource, object, this.d.cache.get(key), this.d.namespaces?.get);
     if (!rule || rule.mode === 'off') return;
     const target: Target = { ...gvr, key, rule };
-    this.latest.set(key, { target, type, object, seenAt: Date.now(), attempt: 0, listedAt, storeListed });
-    this.queue.add(key);
+    this.queue.add(key, { target, type, object, seenAt: Date.now(), attempt: 0, listedAt, storeListed });
   }
 
-  /** Handles the newest state of `key`; a failure puts it back (unless a newer one came) for the queue to retry. */
-  private async process(key: string): Promise<void> {
-    if (key.startsWith('namespace:')) return this.listNamespace(key);
-    const handledAt = Date.now();
-    let work = this.latest.get(key);
+  /** Handles the newest version of `key`; a failure is retried by the queue (unless a newer one came). */
+  private async process(key: string, work: Pending | undefined): Promise<void> {
     if (!work) return;
-    this.latest.delete(key);
-    try {
-      if (work.stale) {
-        // Decided on a version that changed meanwhile (a conflict, a backoff): read it again.
-        const { target } = work;
-        const { namespace, name } = parseObjectKey(key);
-        try {
-          work = { ...work, stale: false, object: await this.d.kube.request<KubeObject>('GET', objectPath(target.group, target.version, target.resource, namespace, name)) };
-        } catch (err) {
-          if (isNotFound(err)) return;
-          throw err;
-        }
+    const handledAt = Date.now();
+    if (work.stale) {
+      // Decided on a version that changed meanwhile (a conflict, a backoff): read it again.
+      const { target } = work;
+      const { namespace, name } = parseObjectKey(key);
+      try {
+        work = { ...work, stale: false, object: await this.d.kube.request<KubeObject>('GET', objectPath(target.group, target.version, target.resource, namespace, name)) };
+      } catch (err) {
+        if (isNotFound(err)) return;
+        throw err;
       }
-      const outcome = await this.repair(work, handledAt);
-      if (outcome.again) this.requeue(work, outcome.afterMs);
-    } catch (err) {
-      if (!this.latest.has(key)) this.latest.set(key, { ...work, attempt: work.attempt + 1 });
-      throw err;
     }
+    const outcome = await this.repair(work, handledAt);
+    if (outcome.again) this.requeue(work, outcome.afterMs);
   }
 
   /** Plans one version (verifying the layers when the plan needs them), then executes the plan. */
@@ -318,12 +312,12 @@ export class Watcher {
   /** Decides `key` again on a fresh read: now, or after `afterMs` (a backoff between reverts). */
   private requeue(work: Pending, afterMs?: number): void {
     if (this.stopped) return;
-    const { key } = work.target;
-    if (!this.latest.has(key)) this.latest.set(key, { ...work, type: 'MODIFIED', object: {}, attempt: work.attempt + 1, stale: true, listedAt: undefined, storeListed: false });
-    if (afterMs) this.queue.addAfter(key, afterMs);
-    else this.queue.add(key);
+    this.queue.offer(work.target.key, { ...work, type: 'MODIFIED', object: {}, attempt: work.attempt + 1, stale: true, listedAt: undefined, storeListed: false }, afterMs);
   }
 }
+
+/** A namespace that entered a selection: its objects of one resource are to be read. */
+type NamespaceWork = Pick<WatchScope, 'group' | 'version' | 'resource'> & { namespace: string };
 
 /** One version of one object, waiting to be handled. */
 interface Pending {

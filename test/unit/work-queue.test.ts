@@ -90,4 +90,60 @@ describe('the work queue', () => {
     expect(backoffMs(1, () => 0)).toBe(160);
     expect(backoffMs(1, () => 1)).toBe(240);
   });
+
+  it('carries the newest item of each key: items added while a run goes on make one more run with the last of them', async () => {
+    const handled: string[] = [];
+    let release!: () => void;
+    const queue = new WorkQueue<string>(async (key, item) => {
+      handled.push(`${key}=${item}`);
+      if (item === 'v1') await new Promise<void>((r) => (release = r));
+    });
+    queue.add('k', 'v1');
+    await tick();
+    queue.add('k', 'v2');
+    queue.add('k', 'v3');
+    release();
+    await tick(10);
+    expect(handled).toEqual(['k=v1', 'k=v3']);
+    await queue.stop();
+    // offer() (a run asking to be handled again) keeps an item added meanwhile: it is newer.
+    const runs: string[] = [];
+    const requeuing = new WorkQueue<string>(async (key, item) => {
+      runs.push(item);
+      if (item !== 'first') return;
+      requeuing.add(key, 'newer');
+      requeuing.offer(key, 'stale');
+    });
+    requeuing.add('j', 'first');
+    await tick(10);
+    expect(runs).toEqual(['first', 'newer']);
+    requeuing.offer('j', 'again');
+    await tick(10);
+    expect(runs).toEqual(['first', 'newer', 'again']);
+    await requeuing.stop();
+  });
+
+  it('retries a failed run with its own item (as retryWith makes it) unless a newer one came; reports depth, retries and keys given up', async () => {
+    const reports = { depth: [] as number[], retried: 0, givenUp: 0 };
+    const tries: number[] = [];
+    const queue = new WorkQueue<{ attempt: number }>(
+      async (_key, item) => {
+        tries.push(item.attempt);
+        throw new Error('fails');
+      },
+      {
+        maxRetries: 2,
+        retryWith: (item) => ({ attempt: item.attempt + 1 }),
+        metrics: { depth: (n) => reports.depth.push(n), retried: () => reports.retried++, givenUp: () => reports.givenUp++ },
+      },
+    );
+    queue.add('x', { attempt: 0 });
+    await tick(1500);
+    expect(tries).toEqual([0, 1, 2]);
+    expect(reports.retried).toBe(2);
+    expect(reports.givenUp).toBe(1);
+    expect(reports.depth.at(-1)).toBe(0);
+    expect(Math.max(...reports.depth)).toBe(1);
+    await queue.stop();
+  });
 });
