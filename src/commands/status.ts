@@ -38,7 +38,7 @@ function table(rows: Row[]): string {
 /** The admission layers as stored continuity and the live objects show them (stamping needs a serving replica, not this command). */
 async function describeLayers(kube: KubeClient, policy: Policy, namespace: string, record: ContinuityRecord | undefined): Promise<string> {
   const monitor = new ContinuityMonitor(
-    { kube, policy, namespace, serving: () => undefined, save: async () => {}, isLeader: () => false, logger: silentLogger, metrics: new Metrics(false), onEstablished: () => {} },
+    { kube, policy, namespace, serving: () => undefined, save: async () => {}, logger: silentLogger, metrics: new Metrics(false), onEstablished: () => {} },
     record,
   );
   const layers = await monitor.verify();

@@ -51,7 +51,6 @@ export interface ContinuityOptions {
   serving: () => { since: string; sinceTime: number } | undefined;
   /** Persists the record (the leader's store); followers keep it in memory. */
   save: (record: ContinuityRecord) => Promise<void>;
-  isLeader: () => boolean;
   logger: Logger;
   metrics: Metrics;
   /** A layer came into force (again): objects in sync now may have their known revision raised. */
@@ -129,9 +128,13 @@ export class ContinuityMonitor {
     return this.last;
   }
 
-  /** A new leader stores what it has verified. */
-  async persist(): Promise<void> {
-    await this.o.save(this.record);
+  /** Told by the lifecycle: the leader alone stores the record. */
+  private leading = false;
+
+  /** This replica leads (a new leader stores what it has verified) or follows. */
+  async setLeading(leading: boolean): Promise<void> {
+    this.leading = leading;
+    if (leading) await this.o.save(this.record);
   }
 
   private async read(kind: string): Promise<Live | undefined> {
@@ -218,7 +221,7 @@ export class ContinuityMonitor {
     this.last = layers;
     for (const name of ['guard', 'stamp', 'tombstone'] as const) this.o.metrics.layerIntact.set({ layer: name }, layers[name].intact ? 1 : 0);
     if (JSON.stringify(this.record) !== before) {
-      if (this.o.isLeader()) await this.o.save(this.record);
+      if (this.leading) await this.o.save(this.record);
       this.o.onEstablished();
     }
     return layers;

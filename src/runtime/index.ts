@@ -135,9 +135,8 @@ async function addClusterParts(parts: Lifecycle, d: ClusterDeps): Promise<string
   const snapshot = await store.load();
   let servingSince: { since: string; sinceTime: number } | undefined;
   const elector = new LeaderElector(kube, { namespace: o.namespace, name: SPEC_GUARD, leaseDurationSeconds: o.leaseDurationSeconds, identity: o.identity }, logger, (leading) => parts.setLeading(leading));
-  const isLeader = () => elector.isLeader;
   const continuity = new ContinuityMonitor(
-    { kube, policy, namespace: o.namespace, serving: () => servingSince, save: (record) => store.saveContinuity(record), isLeader, logger, metrics, onEstablished: () => watcher.onLayersEstablished() },
+    { kube, policy, namespace: o.namespace, serving: () => servingSince, save: (record) => store.saveContinuity(record), logger, metrics, onEstablished: () => watcher.onLayersEstablished() },
     snapshot.continuity,
   );
   d.layers.current = () => continuity.lastVerified();
@@ -145,7 +144,6 @@ async function addClusterParts(parts: Lifecycle, d: ClusterDeps): Promise<string
   const watcher: Watcher = new Watcher({
     ...d,
     events,
-    isLeader,
     verifyLayers: continuity.verify,
     layersIfGuardBroken: () => (continuity.guardKnownBroken() ? continuity.lastVerified() : undefined),
   });
@@ -154,12 +152,8 @@ async function addClusterParts(parts: Lifecycle, d: ClusterDeps): Promise<string
   parts.add(
     leaderGauge,
     { name: 'leader election', start: () => elector.start(), stop: () => elector.stop() },
-    registrar && {
-      name: 'registration',
-      start: () => (elector.isLeader ? registrar.setActive(true) : undefined),
-      stop: () => registrar.stop(),
-      setLeading: (leading) => void registrar.setActive(leading).catch(warnOnFailure('webhook registration failed')),
-    },
+    registrar && { name: 'registration queue', stop: () => registrar.stop() },
+    registrar && { name: 'registration', leaderOnly: true, start: () => registrar.setActive(true), stop: () => registrar.setActive(false) },
     {
       name: 'admission layers continuity',
       start: async () => {
@@ -170,7 +164,7 @@ async function addClusterParts(parts: Lifecycle, d: ClusterDeps): Promise<string
         await continuity.verify().catch(warnOnFailure('verifying the admission layers failed'));
       },
       stop: () => continuity.stop(),
-      setLeading: (leading) => void (leading && continuity.persist().catch(warnOnFailure('storing the admission layers’ continuity failed'))),
+      setLeading: (leading) => void continuity.setLeading(leading).catch(warnOnFailure('storing the admission layers’ continuity failed')),
     },
     { name: 'watcher', start: () => watcher.start(snapshot), stop: () => watcher.stop(), setLeading: (leading) => watcher.onLeadershipChange(leading) },
   );

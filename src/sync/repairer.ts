@@ -33,7 +33,8 @@ export interface RepairerDeps {
   events: EventRecorder;
   metrics: Metrics;
   logger: Logger;
-  isLeader: () => boolean;
+  /** Whether this replica leads now, as the lifecycle told the watcher. */
+  leading: () => boolean;
 }
 
 const DONE: Outcome = { again: false };
@@ -94,7 +95,7 @@ export class Repairer {
         if (plan.endFight) this.throttle.forget(key);
         if (plan.clearTombstone) {
           this.d.cache.clearTombstone(key);
-          if (this.d.isLeader()) await this.d.store.removeTombstone(key);
+          if (this.d.leading()) await this.d.store.removeTombstone(key);
         }
         return this.patch(target, object, plan.stamp, plan.purpose);
       case 'revert':

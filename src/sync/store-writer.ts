@@ -33,12 +33,13 @@ export class StoreWriter {
     private readonly cache: CanonicalCache,
     private readonly metrics: Metrics,
     private readonly logger: Logger,
-    private readonly isLeader: () => boolean,
+    /** Told by lead() and follow(): only the leader writes. */
+    private leading = false,
   ) {}
 
   /** `key`'s canonical value changed (or was forgotten): store it. */
   markDirty(key: string): void {
-    if (!this.isLeader()) {
+    if (!this.leading) {
       this.unsavedWhileFollowing.add(key);
       return;
     }
@@ -58,6 +59,7 @@ export class StoreWriter {
 
   /** A new leader writes what it has not stored: everything, when other replicas write the store too. */
   lead(): void {
+    this.leading = true;
     // A store other replicas write may hold another leader's view: rewrite it all, whole
     // (nothing it holds is known). One only this replica writes holds what it loaded: the
     // changes seen while following are enough.
@@ -67,7 +69,12 @@ export class StoreWriter {
     this.schedule();
   }
 
-  /** Writes what is left (a leader stepping down or stopping), then no more. */
+  /** Another replica leads: it writes from now on. */
+  follow(): void {
+    this.leading = false;
+  }
+
+  /** Writes what is left (a leader stopping), then no more. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
@@ -85,7 +92,7 @@ export class StoreWriter {
 
   private async flush(): Promise<void> {
     this.timer = undefined;
-    if (!this.isLeader() || this.dirty.size === 0) return;
+    if (!this.leading || this.dirty.size === 0) return;
     const started = Date.now();
     const changed = this.dirty;
     this.dirty = new Set();

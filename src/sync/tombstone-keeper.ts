@@ -1,6 +1,6 @@
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import { confirms, expired, parseObjectKey, type Tombstone } from '../guard/index.js';
+import { confirms, expired, parseObjectKey, TOMBSTONE_CONFIRM_MS, type Tombstone } from '../guard/index.js';
 import type { CanonicalCache } from './cache.js';
 import type { CanonicalStore } from './store/index.js';
 
@@ -9,7 +9,6 @@ export interface TombstoneKeeperDeps {
   store: CanonicalStore;
   metrics: Metrics;
   logger: Logger;
-  isLeader: () => boolean;
   /** True while the key's canonical entry has changes not stored yet. */
   unsaved: (key: string) => boolean;
   /** Since when the watch of a group/resource has run without a restart. */
@@ -35,7 +34,23 @@ export class TombstoneKeeper {
    */
   private readonly firstSeen = new Map<string, number>();
 
+  /** Set while this replica leads (lead() and follow()): only the leader sweeps and marks. */
+  private sweepTimer: NodeJS.Timeout | undefined;
+
   constructor(private readonly d: TombstoneKeeperDeps) {}
+
+  /** This replica leads: it sweeps every half confirmation window, and marks held tombstones. */
+  lead(): void {
+    if (this.sweepTimer) return;
+    this.sweepTimer = setInterval(() => void this.sweep(), TOMBSTONE_CONFIRM_MS / 2);
+    this.sweepTimer.unref();
+  }
+
+  /** Another replica leads (or this one stops): no more sweeps. */
+  follow(): void {
+    clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
+  }
 
   /** The watch's newest version of `key`: terminating with `uid`, or not (or gone). */
   observed(key: string, uid: string | undefined, terminating: boolean): void {
@@ -45,7 +60,7 @@ export class TombstoneKeeper {
     }
     if (this.terminating.get(key) === uid) return;
     this.terminating.set(key, uid);
-    if (this.d.isLeader()) void this.hold(key, uid);
+    if (this.sweepTimer) void this.hold(key, uid);
   }
 
   /** Marks the tombstone of a delete the watch saw begin as held (stored): it never gives way for room. */
@@ -79,7 +94,6 @@ export class TombstoneKeeper {
    * seeing their delete: forged ones, and deletes that did not happen (refused later on).
    */
   async sweep(): Promise<void> {
-    if (!this.d.isLeader()) return;
     const now = Date.now();
     let stored: Map<string, Tombstone>;
     try {

@@ -6,7 +6,6 @@ import {
   parseObjectKey,
   planRepair,
   resourceName,
-  TOMBSTONE_CONFIRM_MS,
   UNKNOWN_LAYERS,
   type Layers,
   type Policy,
@@ -29,7 +28,6 @@ export interface WatcherDeps {
   metrics: Metrics;
   logger: Logger;
   events: EventRecorder;
-  isLeader: () => boolean;
   /**
    * A fresh verification of the admission layers' continuity (see attribution.ts); absent
    * (no cluster, tests): nothing vouches for unstamped changes.
@@ -111,13 +109,15 @@ export class Watcher {
   /** Per resource (group/resource): since when its watch has run without a restart. */
   private readonly watchingSince = new Map<string, number>();
   private readonly tombstones: TombstoneKeeper;
-  private sweepTimer: NodeJS.Timeout | undefined;
+  /** Told by the lifecycle (onLeadershipChange): the leader alone writes, sweeps and repairs. */
+  private leading = false;
+  private started = false;
   /** Scope prefixes whose relist stores the raised knownAt of objects in sync. */
   private readonly raisingKnownAt = new Set<string>();
 
   constructor(private readonly d: WatcherDeps) {
-    this.writer = new StoreWriter(d.store, d.cache, d.metrics, d.logger, d.isLeader);
-    this.repairer = new Repairer({ ...d, writer: this.writer });
+    this.writer = new StoreWriter(d.store, d.cache, d.metrics, d.logger);
+    this.repairer = new Repairer({ ...d, writer: this.writer, leading: () => this.leading });
     this.tombstones = new TombstoneKeeper({ ...d, unsaved: (key) => this.writer.unsaved(key), watchingSince: (groupResource) => this.watchingSince.get(groupResource) });
     const onError = (key: string, err: unknown, retryInMs: number | undefined) =>
       d.logger.warn(retryInMs === undefined ? 'giving up on this version; the next event or resync brings it back' : 'handling failed; retrying', { key, retryInMs, error: (err as Error).message });
@@ -169,8 +169,8 @@ export class Watcher {
     }
     this.d.namespaces?.onChange((namespace, before, after) => this.onNamespaceChanged(namespace, before, after));
     await Promise.all(this.resources.map((r) => r.informer.start()));
-    this.sweepTimer = setInterval(() => void (this.stopped || this.tombstones.sweep()), TOMBSTONE_CONFIRM_MS / 2);
-    this.sweepTimer.unref();
+    this.started = true;
+    if (this.leading && !this.stopped) this.tombstones.lead();
   }
 
   private *knownIn(prefix: string): Iterable<[string, string]> {
@@ -180,7 +180,7 @@ export class Watcher {
   /** Stops watching; a leader first writes what it has not stored yet. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.sweepTimer);
+    this.tombstones.follow();
     for (const r of this.resources) r.informer.stop();
     await Promise.all([this.queue.stop(), this.namespaceQueue.stop()]);
     await this.writer.stop();
@@ -191,17 +191,24 @@ export class Watcher {
    * known canonical as of now, and store that, for continuity to start from.
    */
   onLayersEstablished(): void {
-    if (this.stopped || !this.d.isLeader()) return;
+    if (this.stopped || !this.leading) return;
     for (const r of this.resources) {
       this.raisingKnownAt.add(r.prefix);
       r.informer.resync();
     }
   }
 
-  /** A new leader re-examines everything and writes the store. */
+  /** A new leader re-examines everything, writes the store and sweeps tombstones; a follower stops writing. */
   onLeadershipChange(leading: boolean): void {
-    if (!leading || this.stopped) return;
+    if (this.stopped) return;
+    this.leading = leading;
+    if (!leading) {
+      this.writer.follow();
+      this.tombstones.follow();
+      return;
+    }
     this.writer.lead();
+    if (this.started) this.tombstones.lead();
     for (const r of this.resources) r.informer.resync();
   }
 
@@ -292,7 +299,7 @@ export class Watcher {
       deleted,
       entry: this.d.cache.get(target.key),
       tombstone: deleted ? await this.tombstones.lookup(target.key, uid) : this.d.cache.tombstone(target.key),
-      leader: this.d.isLeader(),
+      leader: this.leading,
       stamper: this.d.stamper,
       now: Date.now(),
       selectionKeys: this.d.policy.selectionKeys(target.group, target.resource),

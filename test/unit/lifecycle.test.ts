@@ -31,4 +31,30 @@ describe('the runtime lifecycle (wiring)', () => {
     parts.setLeading(false);
     expect(heard).toEqual(['a true', 'c true', 'a false', 'c false']);
   });
+
+  it('runs a leader-only part while this replica leads: at its turn if leading, when the lease is gained later, stopped when it is lost', async () => {
+    const calls: string[] = [];
+    const parts = new Lifecycle(createLogger('error'));
+    const leader: Component = { name: 'registration', leaderOnly: true, start: () => void calls.push('start'), stop: () => void calls.push('stop') };
+    parts.add({ name: 'tls' }, leader);
+    await parts.start();
+    expect(calls).toEqual([]); // a follower
+    parts.setLeading(true);
+    await Promise.resolve();
+    parts.setLeading(true); // told again: nothing new
+    parts.setLeading(false);
+    await Promise.resolve();
+    expect(calls).toEqual(['start', 'stop']);
+    parts.setLeading(true);
+    await Promise.resolve();
+    await parts.stop();
+    expect(calls).toEqual(['start', 'stop', 'start', 'stop']);
+    // Leading before its turn: started at its turn, in order.
+    const order: string[] = [];
+    const again = new Lifecycle(createLogger('error'));
+    again.setLeading(true);
+    again.add({ name: 'a', start: () => void order.push('a') }, { name: 'b', leaderOnly: true, start: () => void order.push('b') }, { name: 'c', start: () => void order.push('c') });
+    await again.start();
+    expect(order).toEqual(['a', 'b', 'c']);
+  });
 });

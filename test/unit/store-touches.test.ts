@@ -26,7 +26,7 @@ const sizeOf = (file: string) => {
 };
 
 /** A replica's cache and store writer over `store`, started from what the store holds. */
-async function replica(store: CanonicalStore, leading = () => true) {
+async function replica(store: CanonicalStore, leading = true) {
   const cache = new CanonicalCache();
   const loaded = await store.load();
   for (const [key, value] of loaded.entries) cache.set(key, value);
@@ -168,15 +168,13 @@ describe('touches: the revisions a relist raises are stored without the entries'
     const { fake, entries } = await seededSecretStore();
     const key = [...entries.keys()][3]!;
     // This replica loads, follows; meanwhile the leader stores another value for `key`.
-    let leading = false;
-    const { cache, writer } = await replica(new SecretStore(fake.asKube(), 'spec-guard', 'state'), () => leading);
+    const { cache, writer } = await replica(new SecretStore(fake.asKube(), 'spec-guard', 'state'), false);
     const other = new SecretStore(fake.asKube(), 'spec-guard', 'state');
     await other.load();
     await other.saveEntries(new Map([...entries, [key, entry(3333)]]), new Set([key]));
     // This replica, now leading, holds the first value (the other value was since found
     // reverted, say) with a raised revision: the store must end up with its view.
     cache.set(key, { ...cache.get(key)!, knownAt: '8000' });
-    leading = true;
     writer.lead();
     await writer.stop();
     const reloaded = await new SecretStore(fake.asKube(), 'spec-guard', 'state').load();
