@@ -1,10 +1,7 @@
-import { mkdir, open, unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import type { Config } from './config/index.js';
 import type { Policy } from './guard/index.js';
 import { isNotFound, KubeError, type KubeClient } from './kube/index.js';
 import { ADMISSION_OBJECT_NAME, admissionResource, type AdmissionKind } from './registration/index.js';
-import { watchScopes } from './sync/index.js';
+import { STORE_KINDS, watchScopes } from './sync/index.js';
 
 /** One thing spec-guard would need and does not have. */
 export interface Problem {
@@ -71,8 +68,8 @@ function accessNeeded(policy: Policy, namespace: string, register: boolean): Acc
   if (policy.readsNamespaceLabels) {
     for (const verb of ['get', 'list', 'watch']) needed.push({ verb, group: '', resource: 'namespaces', why: 'select namespaces by their labels (namespaceSelector)' });
   }
-  if (policy.config.store.type === 'secret') {
-    for (const verb of ['list', 'delete']) needed.push({ verb, group: '', resource: 'secrets', namespace, why: 'the Secret store, which removes the shards of a layout it has outgrown' });
+  for (const verb of STORE_KINDS[policy.config.store.type].secretVerbs) {
+    needed.push({ verb, group: '', resource: 'secrets', namespace, why: `the ${policy.config.store.type} store` });
   }
   for (const verb of ['get', 'create', 'update']) {
     needed.push({ verb, group: '', resource: 'secrets', namespace, why: 'the stamp key, certificates and the store' });
@@ -117,22 +114,6 @@ async function checkAccess(kube: KubeClient, policy: Policy, namespace: string, 
   return [...missing].map(([what, { verbs, why }]) => ({ where: 'RBAC', message: `cannot ${verbs.join(', ')} ${what} (needed to ${why})` }));
 }
 
-/** The file store's directory can be created and written. */
-async function checkStore(store: Config['store']): Promise<Problem[]> {
-  if (store.type !== 'file') return [];
-  const dir = dirname(store.path);
-  const probe = join(dir, `.spec-guard-write-test-${process.pid}`);
-  try {
-    await mkdir(dir, { recursive: true });
-    const handle = await open(probe, 'w', 0o600);
-    await handle.close();
-    await unlink(probe);
-    return [];
-  } catch (err) {
-    return [{ where: 'store.path', message: `cannot write to ${dir}: ${(err as Error).message}` }];
-  }
-}
-
 /**
  * Checks, before anything is registered, that spec-guard can do its job: every configured
  * resource exists (discovery), every verb it needs is allowed (SelfSubjectAccessReview), the
@@ -145,7 +126,7 @@ export async function preflight(kube: KubeClient, policy: Policy, options: { nam
     problems = [
       ...(await checkDiscovery(kube, policy)),
       ...(await checkAccess(kube, policy, options.namespace, options.register)),
-      ...(await checkStore(policy.config.store)),
+      ...(await STORE_KINDS[policy.config.store.type].check(policy.config.store)),
     ];
   } catch (err) {
     const detail = err instanceof KubeError ? err.message : (err as Error).message;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { chartValuesSchema } from '../../scripts/chart-values-schema.js';
+import { chartRbac } from '../../scripts/chart-rbac.js';
 
 const root = new URL('../../', import.meta.url);
 const read = (file: string) => readFileSync(new URL(file, root), 'utf8');
@@ -17,6 +18,13 @@ describe('the Helm chart', () => {
   it('values.schema.json is current (npm run schema), and checks `config` with the configuration schema', () => {
     expect(JSON.parse(read('charts/spec-guard/values.schema.json'))).toEqual(chartValuesSchema());
     expect(JSON.stringify(chartValuesSchema())).toContain('"normalizedWriters"');
+  });
+
+  it('the RBAC rules that do not depend on the configuration come from render-rbac.ts (files/rbac.yaml current, and the template hard-codes none)', () => {
+    expect(read('charts/spec-guard/files/rbac.yaml')).toBe(chartRbac());
+    const template = read('charts/spec-guard/templates/rbac.yaml');
+    expect(template).toContain('.Files.Get "files/rbac.yaml"');
+    expect(template).not.toMatch(/resources: \[(secrets|leases|selfsubjectreviews|serviceaccounts|clusterroles|namespaces|events)\]/);
   });
 
   it.each(['managed-agent', 'principal-autonomous'])('the %s profile is the kustomize overlay’s configuration, byte for byte', (profile) => {
