@@ -1,5 +1,5 @@
 import type { Policy } from './guard/index.js';
-import { isNotFound, KubeError, type KubeClient } from './kube/index.js';
+import { discover, KubeError, Resources, type KubeClient } from './kube/index.js';
 import { ADMISSION_OBJECT_NAME, admissionResource, type AdmissionKind } from './registration/index.js';
 import { STORE_KINDS, watchScopes } from './sync/index.js';
 
@@ -16,28 +16,26 @@ export class PreflightError extends Error {
   }
 }
 
-interface ApiResourceList {
-  resources: Array<{ name: string; verbs?: string[] }>;
-}
+type ApiResource = { name: string; verbs?: string[] };
 
 /** Every configured resource exists at its version and can be listed, watched, patched and created. */
 async function checkDiscovery(kube: KubeClient, policy: Policy): Promise<Problem[]> {
   const problems: Problem[] = [];
-  const lists = new Map<string, Promise<ApiResourceList | undefined>>();
+  const lists = new Map<string, Promise<ApiResource[] | undefined>>();
   for (const rule of policy.rules) {
     const { group, version, resource } = rule.config;
     const gv = group ? `${group}/${version}` : version;
     const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
-    if (!lists.has(path)) lists.set(path, kube.request<ApiResourceList>('GET', path, { timeoutMs: 10_000 }).catch((err) => (isNotFound(err) ? undefined : Promise.reject(err))));
+    if (!lists.has(path)) lists.set(path, discover(kube, group, version));
     const list = await lists.get(path)!;
     const where = `resources[${rule.index}]`;
     if (!list) {
       problems.push({ where, message: `the API ${gv} is not served by this cluster (check group and version; \`kubectl api-resources --api-group=${group}\`)` });
       continue;
     }
-    const found = list.resources.find((r) => r.name === resource);
+    const found = list.find((r) => r.name === resource);
     if (!found) {
-      const served = list.resources.filter((r) => !r.name.includes('/')).map((r) => r.name);
+      const served = list.filter((r) => !r.name.includes('/')).map((r) => r.name);
       problems.push({ where, message: `${gv} has no resource "${resource}" (it serves: ${served.join(', ') || 'none'})` });
       continue;
     }
@@ -88,14 +86,14 @@ function accessNeeded(policy: Policy, namespace: string, register: boolean): Acc
 }
 
 async function allowed(kube: KubeClient, a: Access): Promise<boolean> {
-  const review = await kube.request<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
-    body: {
+  const review = await Resources.of(kube, 'authorization.k8s.io', 'v1', 'selfsubjectaccessreviews').create<{ status?: { allowed?: boolean } }>(
+    {
       apiVersion: 'authorization.k8s.io/v1',
       kind: 'SelfSubjectAccessReview',
       spec: { resourceAttributes: { verb: a.verb, group: a.group, resource: a.resource, namespace: a.namespace, name: a.name } },
     },
-    timeoutMs: 10_000,
-  });
+    { timeoutMs: 10_000 },
+  );
   return review.status?.allowed === true;
 }
 

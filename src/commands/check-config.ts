@@ -3,6 +3,7 @@ import { configJsonSchema, loadConfig } from '../config/index.js';
 import { Policy } from '../guard/index.js';
 import { KubeClient } from '../kube/index.js';
 import { preflight, PreflightError } from '../preflight.js';
+import { whoAmI } from '../runtime/cluster.js';
 import { defineFlags, flag } from './flags.js';
 
 export const checkConfigHelp = `Usage: spec-guard check-config --config FILE [--kubeconfig F | --in-cluster] [--namespace NS] [--no-register]
@@ -49,11 +50,9 @@ export async function checkConfig(argv: string[]): Promise<number> {
   if (!flags.kubeconfig && !flags['in-cluster']) return 0;
   const kube = await KubeClient.load(flags.kubeconfig);
   try {
-    const review = await kube.request<{ status?: { userInfo?: { username?: string } } }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
-    });
-    await preflight(kube, new Policy(config, review.status?.userInfo?.username), { namespace: flags.namespace, register: !flags['no-register'] });
-    process.stdout.write(`# the cluster serves every configured resource and ${review.status?.userInfo?.username ?? 'this user'} may do all spec-guard needs\n`);
+    const self = await whoAmI(kube);
+    await preflight(kube, new Policy(config, self), { namespace: flags.namespace, register: !flags['no-register'] });
+    process.stdout.write(`# the cluster serves every configured resource and ${self ?? 'this user'} may do all spec-guard needs\n`);
     return 0;
   } catch (err) {
     if (!(err instanceof PreflightError)) throw err;

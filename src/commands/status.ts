@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/index.js';
-import { isNotFound, KubeClient, collectionPath } from '../kube/index.js';
+import { SPEC_GUARD } from '../names.js';
+import { KubeClient, Resources } from '../kube/index.js';
 import { createStore, stamperFromSecret, watchScopes, type Snapshot } from '../sync/index.js';
 import { objectKey, observe, parseObjectKey, Policy, resourceName, type Observation, type Stamper } from '../guard/index.js';
 import type { KubeObject } from '../kube/index.js';
@@ -47,8 +48,8 @@ async function describeLayers(kube: KubeClient, policy: Policy, namespace: strin
 }
 
 async function listNamespaceLabels(kube: KubeClient): Promise<NamespaceLabels> {
-  const list = await kube.request<{ items: KubeObject[] }>('GET', '/api/v1/namespaces');
-  const labels = new Map(list.items.map((ns) => [ns.metadata?.name ?? '', ns.metadata?.labels ?? {}]));
+  const list = await Resources.of<KubeObject>(kube, '', 'v1', 'namespaces').list();
+  const labels = new Map(list.map((ns) => [ns.metadata?.name ?? '', ns.metadata?.labels ?? {}]));
   return (namespace) => labels.get(namespace);
 }
 
@@ -82,8 +83,7 @@ async function listedRows(kube: KubeClient, policy: Policy, stamper: Stamper, st
   const rows: Row[] = [];
   const namespaceLabels = policy.readsNamespaceLabels ? await listNamespaceLabels(kube) : undefined;
   for (const { group, version, resource, namespace: scope } of watchScopes(policy)) {
-    const list = await kube.request<{ items: KubeObject[] }>('GET', collectionPath(group, version, resource, scope));
-    for (const object of list.items) {
+    for (const object of await Resources.of<KubeObject>(kube, group, version, resource, scope).list()) {
       const key = objectKey(group, resource, object.metadata?.namespace, object.metadata?.name ?? '');
       const entry = stored.entries.get(key);
       const matched = policy.matchStored(group, resource, object, entry, namespaceLabels);
@@ -115,13 +115,9 @@ function unlistedRows(stored: Snapshot, seen: Set<string>): Row[] {
 }
 
 async function describeLeader(kube: KubeClient, namespace: string): Promise<string> {
-  try {
-    const lease = await kube.request<{ spec: { holderIdentity?: string; renewTime?: string } }>('GET', `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/spec-guard`);
-    return lease.spec.holderIdentity ? `${lease.spec.holderIdentity} (renewed ${lease.spec.renewTime})` : 'none (lease released)';
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-    return 'none';
-  }
+  const lease = await Resources.of<{ metadata?: object; spec: { holderIdentity?: string; renewTime?: string } }>(kube, 'coordination.k8s.io', 'v1', 'leases', namespace).get(SPEC_GUARD);
+  if (!lease) return 'none';
+  return lease.spec.holderIdentity ? `${lease.spec.holderIdentity} (renewed ${lease.spec.renewTime})` : 'none (lease released)';
 }
 
 export async function status(argv: string[]): Promise<number> {

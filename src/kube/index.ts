@@ -9,4 +9,4 @@ export { coalesce } from './coalesce.js';
 export type { AdmissionRequest, AdmissionReview, AdmissionResponse, KubeObject, GroupVersionResource, Operation } from './types.js';
 export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
 export { backoffMs } from './backoff.js';
-export { Resources } from './resources.js';
+export { Resources, discover, serverVersion, type CallOptions } from './resources.js';

@@ -1,4 +1,4 @@
-import { isNotFound, type KubeClient, coalesce } from '../kube/index.js';
+import { coalesce, Resources, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { laterRevision, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from '../guard/index.js';
@@ -60,12 +60,9 @@ export interface ContinuityOptions {
 /** The current etcd revision and the apiserver's clock, from a one-item list. */
 export async function currentRevision(kube: KubeClient): Promise<{ since: string; sinceTime: number }> {
   let date = '';
-  const list = await kube.request<{ metadata?: { resourceVersion?: string } }>('GET', collections.ValidatingWebhookConfiguration!, {
-    query: { limit: '1' },
-    onHeaders: (h) => (date = String(h.date ?? '')),
-  });
+  const list = await new Resources(kube, collections.ValidatingWebhookConfiguration!).listAt({ limit: '1' }, { onHeaders: (h) => (date = String(h.date ?? '')) });
   const sinceTime = Date.parse(date);
-  return { since: list.metadata?.resourceVersion ?? '', sinceTime: Number.isNaN(sinceTime) ? Date.now() : sinceTime };
+  return { since: list.revision, sinceTime: Number.isNaN(sinceTime) ? Date.now() : sinceTime };
 }
 
 /**
@@ -137,13 +134,8 @@ export class ContinuityMonitor {
     if (leading) await this.o.save(this.record);
   }
 
-  private async read(kind: string): Promise<Live | undefined> {
-    try {
-      return await this.o.kube.request<Live>('GET', `${collections[kind]}/${ADMISSION_OBJECT_NAME}`, { timeoutMs: 5000 });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  private read(kind: string): Promise<Live | undefined> {
+    return new Resources<Live>(this.o.kube, collections[kind]!).get(ADMISSION_OBJECT_NAME, { timeoutMs: 5000 });
   }
 
   /**

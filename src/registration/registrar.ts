@@ -1,4 +1,4 @@
-import { Informer, isConflict, isNotFound, WorkQueue, type KubeClient } from '../kube/index.js';
+import { Informer, isConflict, Resources, WorkQueue, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { bundleCarries, type CaBundleTarget } from '../certs/index.js';
@@ -49,12 +49,7 @@ export function unregisteredTarget(kube: KubeClient): CaBundleTarget {
 /** True when every webhook of both configurations, as the apiserver has them now, trusts `caPem`. */
 export async function configurationsCarry(kube: KubeClient, caPem: string): Promise<boolean> {
   for (const kind of webhookKinds) {
-    let current: StoredConfiguration | undefined;
-    try {
-      current = await kube.request<StoredConfiguration>('GET', `${collections[kind]}/${ADMISSION_OBJECT_NAME}`);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    const current = await new Resources<StoredConfiguration>(kube, collections[kind]).get(ADMISSION_OBJECT_NAME);
     if (!configurationCarries(current, caPem)) return false;
   }
   return true;
@@ -77,7 +72,7 @@ function keepInjectedBundles(desired: Record<string, unknown>, current: StoredCo
  * with it. Without an owner, an uninstall would leave a policy nobody operates and a
  * tombstone webhook that fails closed, refusing every delete of the agent.
  */
-const OWNER_PATH = `/apis/rbac.authorization.k8s.io/v1/clusterroles/${ADMISSION_OBJECT_NAME}`;
+const ownerRoles = (kube: KubeClient) => Resources.of<{ metadata: { name?: string; uid: string } }>(kube, 'rbac.authorization.k8s.io', 'v1', 'clusterroles');
 
 interface OwnerReference {
   apiVersion: string;
@@ -141,7 +136,6 @@ export class WebhookRegistrar implements CaBundleTarget {
 
   /** Brings one object to the desired state, as its informer shows it; repairs are logged and counted. */
   private async reconcile(kind: ConfigKind): Promise<void> {
-    const path = `${collections[kind]}/${ADMISSION_OBJECT_NAME}`;
     const informer = this.informers.get(kind);
     // Not listed yet: the activation reconciles every kind once its informers have listed.
     if (!informer?.hasSynced) return;
@@ -149,7 +143,7 @@ export class WebhookRegistrar implements CaBundleTarget {
     const wanted = this.desired[kind]!;
     if (!current) {
       const owner = await this.readOwner();
-      await this.kube.request('POST', collections[kind], { body: { ...wanted, metadata: { ...(wanted.metadata as object), ownerReferences: [owner] } } });
+      await new Resources(this.kube, collections[kind]).create({ ...wanted, metadata: { ...(wanted.metadata as object), ownerReferences: [owner] } });
       this.metrics.webhookRepairs.inc({ kind });
       if (this.placed.has(kind)) this.logger.warn('admission object restored: it was deleted (a blind window)', { kind, name: ADMISSION_OBJECT_NAME });
       else this.logger.info('admission object created', { kind, name: ADMISSION_OBJECT_NAME });
@@ -164,7 +158,7 @@ export class WebhookRegistrar implements CaBundleTarget {
     if (enforced && ownedBy(current, owner)) return;
     // The owner is set in place (not added to): another owner would outlive an uninstall.
     const body = { ...desired, metadata: { ...current.metadata, ...(desired.metadata as object), ownerReferences: [owner], resourceVersion: current.metadata.resourceVersion } };
-    await this.kube.request('PUT', path, { body });
+    await new Resources<StoredConfiguration>(this.kube, collections[kind]).replace(body as StoredConfiguration);
     if (!enforced) {
       this.metrics.webhookRepairs.inc({ kind });
       this.logger.warn('admission object restored: it was changed by someone else (a blind window)', { kind, name: ADMISSION_OBJECT_NAME });
@@ -173,15 +167,11 @@ export class WebhookRegistrar implements CaBundleTarget {
 
   /** The owning ClusterRole as the apiserver has it now; missing, nothing is registered (an error, retried). */
   private async readOwner(): Promise<OwnerReference> {
-    let role: { metadata: { uid: string } };
-    try {
-      role = await this.kube.request<{ metadata: { uid: string } }>('GET', OWNER_PATH);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
+    const role = await ownerRoles(this.kube).get(ADMISSION_OBJECT_NAME);
+    if (!role) {
       throw new Error(
         `the ClusterRole ${ADMISSION_OBJECT_NAME} (spec-guard's rights, the owner of its admission objects) does not exist: ` +
           'spec-guard registers nothing an uninstall would leave behind; install its RBAC (spec-guard manifests --rbac, the chart or an overlay)',
-        { cause: err },
       );
     }
     this.owner = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: ADMISSION_OBJECT_NAME, uid: role.metadata.uid };

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { Informer, type KubeClient } from '../kube/index.js';
+import { Informer, Resources, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Component } from './lifecycle.js';
 import type { ClientAuthentication } from '../webhook/index.js';
@@ -70,7 +70,7 @@ export async function clientAuthFromCluster(kube: KubeClient, logger: Logger, on
     }
   };
   // Read once first, so that a missing grant or ConfigMap fails the start with its reason.
-  const first = await kube.request<unknown>('GET', `${PUBLISHED_PATH}/${PUBLISHED.name}`).catch((err: Error) => {
+  const first = await Resources.of(kube, '', 'v1', 'configmaps', PUBLISHED.namespace).get(PUBLISHED.name).catch((err: Error) => {
     throw new Error(`--client-ca-from-cluster: cannot read ${where} (${err.message}); the RoleBinding kube-system/spec-guard-client-ca-reader grants it`, { cause: err });
   });
   accept(first, true);

@@ -1,4 +1,4 @@
-import { KubeClient } from '../kube/index.js';
+import { KubeClient, Resources, serverVersion } from '../kube/index.js';
 import { preflight } from '../preflight.js';
 import type { Policy } from '../guard/index.js';
 
@@ -13,7 +13,7 @@ export async function connect(kubeconfig: string | undefined): Promise<KubeClien
     throw new Error(`cannot load the kubeconfig${kubeconfig ? ` ${kubeconfig}` : ''}: ${(err as Error).message}; ${HINT}`);
   }
   try {
-    await kube.request('GET', '/version', { timeoutMs: 5000 });
+    await serverVersion(kube);
   } catch (err) {
     kube.close();
     throw new Error(`cannot reach the Kubernetes API at ${kube.kubeConfig.getCurrentCluster()?.server}: ${(err as Error).message}; ${HINT}`);
@@ -21,10 +21,11 @@ export async function connect(kubeconfig: string | undefined): Promise<KubeClien
   return kube;
 }
 
-/** spec-guard's own username, always trusted so that its reverts pass its own webhook. */
+/** spec-guard's own username (a SelfSubjectReview), always trusted so that its reverts pass its own webhook. */
 export async function whoAmI(kube: KubeClient): Promise<string | undefined> {
-  const review = await kube.request<{ status?: { userInfo?: { username?: string } } }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+  const review = await Resources.of(kube, 'authentication.k8s.io', 'v1', 'selfsubjectreviews').create<{ status?: { userInfo?: { username?: string } } }>({
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'SelfSubjectReview',
   });
   return review.status?.userInfo?.username;
 }

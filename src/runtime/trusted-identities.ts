@@ -1,4 +1,4 @@
-import { isNotFound, KubeError, type KubeClient } from '../kube/index.js';
+import { KubeError, Resources, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 
@@ -16,13 +16,11 @@ export async function checkTrustedIdentities(kube: KubeClient, users: string[], 
     if (!match) continue;
     const [, namespace, name] = match;
     try {
-      await kube.request('GET', `/api/v1/namespaces/${namespace}/serviceaccounts/${name}`, { timeoutMs: 5000 });
-      metrics.trustedIdentityMissing.set({ identity: user }, 0);
+      const found = await Resources.of(kube, '', 'v1', 'serviceaccounts', namespace).get(name!, { timeoutMs: 5000 });
+      metrics.trustedIdentityMissing.set({ identity: user }, found ? 0 : 1);
+      if (!found) logger.error('a trusted identity does not exist: its writes are refused as anyone else’s; check trust.users against the agent’s service account', { user });
     } catch (err) {
-      if (isNotFound(err)) {
-        metrics.trustedIdentityMissing.set({ identity: user }, 1);
-        logger.error('a trusted identity does not exist: its writes are refused as anyone else’s; check trust.users against the agent’s service account', { user });
-      } else if (err instanceof KubeError && err.status === 403) {
+      if (err instanceof KubeError && err.status === 403) {
         logger.info('cannot check that a trusted service account exists (no RBAC to get service accounts)', { user });
       } else {
         logger.warn('checking a trusted service account failed', { user, error: (err as Error).message });

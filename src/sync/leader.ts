@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { isConflict, isNotFound, type KubeClient } from '../kube/index.js';
+import { isConflict, Resources, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Lease as CoordinationLease, LeaseSpec } from 'kubernetes-types/coordination/v1.js';
 
@@ -31,21 +31,20 @@ export class LeaderElector {
   private lastRenew = 0;
   private stopped = false;
 
+  private readonly leases: Resources<Lease>;
+
   constructor(
-    private readonly kube: KubeClient,
+    kube: KubeClient,
     private readonly options: LeaderOptions,
     private readonly logger: Logger,
     private readonly onChange: (leading: boolean) => void,
   ) {
     this.identity = options.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    this.leases = Resources.of<Lease>(kube, 'coordination.k8s.io', 'v1', 'leases', options.namespace);
   }
 
   get isLeader(): boolean {
     return this.leading;
-  }
-
-  private get path(): string {
-    return `/apis/coordination.k8s.io/v1/namespaces/${this.options.namespace}/leases`;
   }
 
   private setLeading(leading: boolean): void {
@@ -73,14 +72,9 @@ export class LeaderElector {
   /** One round: create, renew or take over the lease when we may. */
   async tryAcquireOrRenew(): Promise<void> {
     const durationMs = this.options.leaseDurationSeconds * 1000;
-    let lease: Lease | undefined;
-    try {
-      lease = await this.kube.request<Lease>('GET', `${this.path}/${this.options.name}`, { timeoutMs: durationMs / 3 });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    const lease = await this.leases.get(this.options.name, { timeoutMs: durationMs / 3 });
     if (!lease) {
-      await this.kube.request('POST', this.path, { body: this.desired() });
+      await this.leases.create(this.desired());
       this.lastRenew = Date.now();
       return this.setLeading(true);
     }
@@ -89,7 +83,7 @@ export class LeaderElector {
     const holder = lease.spec.holderIdentity;
     const expired = !holder || this.observed.at + (lease.spec.leaseDurationSeconds ?? 15) * 1000 < Date.now();
     if (holder !== this.identity && !expired) return this.setLeading(false);
-    await this.kube.request('PUT', `${this.path}/${this.options.name}`, { body: this.desired(lease), timeoutMs: durationMs / 3 });
+    await this.leases.replace(this.desired(lease), { timeoutMs: durationMs / 3 });
     this.lastRenew = Date.now();
     this.setLeading(true);
   }
@@ -121,11 +115,11 @@ export class LeaderElector {
     if (!this.leading) return;
     this.setLeading(false);
     try {
-      const lease = await this.kube.request<Lease>('GET', `${this.path}/${this.options.name}`, { timeoutMs: 2000 });
-      if (lease.spec.holderIdentity !== this.identity) return;
+      const lease = await this.leases.get(this.options.name, { timeoutMs: 2000 });
+      if (lease?.spec.holderIdentity !== this.identity) return;
       // PUT replaces the spec: without a holder, the lease is free at once.
       const { holderIdentity: _released, ...spec } = lease.spec;
-      await this.kube.request('PUT', `${this.path}/${this.options.name}`, { body: { ...lease, spec }, timeoutMs: 2000 });
+      await this.leases.replace({ ...lease, spec }, { timeoutMs: 2000 });
     } catch (err) {
       this.logger.warn('could not release the lease', { error: (err as Error).message });
     }

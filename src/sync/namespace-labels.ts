@@ -1,4 +1,4 @@
-import { Informer, KubeError, type KubeClient, type KubeObject } from '../kube/index.js';
+import { Informer, Resources, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 
 type Labels = Record<string, string>;
@@ -14,10 +14,13 @@ export class NamespaceLabelCache {
   private readonly read = new Map<string, Labels>();
   private readonly listeners: Array<(namespace: string, before: Labels | undefined, after: Labels | undefined) => void> = [];
 
+  private readonly namespaces: Resources<KubeObject & { metadata?: { name?: string } }>;
+
   constructor(
-    private readonly kube: KubeClient,
+    kube: KubeClient,
     private readonly logger: Logger,
   ) {
+    this.namespaces = Resources.of(kube, '', 'v1', 'namespaces');
     this.informer = new Informer<KubeObject, Labels>(
       kube,
       {
@@ -59,13 +62,13 @@ export class NamespaceLabelCache {
   async ensure(namespace: string): Promise<void> {
     if (this.get(namespace)) return;
     try {
-      const ns = await this.kube.request<KubeObject>('GET', `/api/v1/namespaces/${encodeURIComponent(namespace)}`, { timeoutMs: 2_000 });
-      if (this.get(namespace)) return;
+      const ns = await this.namespaces.get(namespace, { timeoutMs: 2_000 });
+      if (!ns || this.get(namespace)) return;
       const labels = ns.metadata?.labels ?? {};
       this.read.set(namespace, labels);
       this.changed(namespace, undefined, labels);
     } catch (err) {
-      if (!(err instanceof KubeError && err.status === 404)) this.logger.warn('reading a namespace failed; treating it as selected', { namespace, error: (err as Error).message });
+      this.logger.warn('reading a namespace failed; treating it as selected', { namespace, error: (err as Error).message });
     }
   }
 

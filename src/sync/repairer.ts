@@ -1,4 +1,4 @@
-import { collectionPath, isNotFound, KubeError, objectPath, type EventRecorder, type KubeClient, type KubeObject } from '../kube/index.js';
+import { isNotFound, KubeError, Resources, type EventRecorder, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { resourceName, RevertThrottle, type PatchOp, type RepairPlan, type Report, type Rule } from '../guard/index.js';
@@ -138,12 +138,11 @@ export class Repairer {
     if (ops.length === 0) return DONE;
     const meta = object.metadata!;
     try {
-      await this.d.kube.request<KubeObject>('PATCH', objectPath(target.group, target.version, target.resource, meta.namespace, meta.name!), {
-        body: [{ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion }, ...ops],
-        contentType: 'application/json-patch+json',
-        query: { fieldManager: SPEC_GUARD },
-        timeoutMs: 10_000,
-      });
+      await Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, meta.namespace).jsonPatch(
+        meta.name!,
+        [{ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion }, ...ops],
+        { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000 },
+      );
       return DONE;
     } catch (err) {
       if (isNotFound(err)) return DONE;
@@ -157,11 +156,7 @@ export class Repairer {
     const label = resourceName(target.group, target.resource);
     const namespace = (body.metadata as { namespace?: string }).namespace;
     try {
-      const created = await this.d.kube.request<KubeObject>('POST', collectionPath(target.group, target.version, target.resource, namespace), {
-        body,
-        query: { fieldManager: SPEC_GUARD },
-        timeoutMs: 10_000,
-      });
+      const created = await Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, namespace).create(body, { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000 });
       this.d.metrics.recreates.inc({ resource: label, result: 'recreated' });
       this.record(created, report);
       this.d.logger.info('deleted object recreated', { key: target.key });

@@ -1,4 +1,4 @@
-import { collectionPath, Informer, isNotFound, objectPath, WorkQueue, type EventRecorder, type InformerEvent, type KubeClient, type KubeObject } from '../kube/index.js';
+import { collectionPath, Informer, Resources, WorkQueue, type EventRecorder, type InformerEvent, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
@@ -233,11 +233,11 @@ export class Watcher {
 
   /** Reads every object of a namespace that entered a selection, as a list would show them. */
   private async listNamespace({ group, version, resource, namespace }: NamespaceWork): Promise<void> {
-    const list = await this.d.kube.request<{ metadata: { resourceVersion: string }; items: KubeObject[] }>('GET', collectionPath(group, version, resource, namespace), { timeoutMs: 60_000 });
+    const list = await Resources.of<KubeObject>(this.d.kube, group, version, resource, namespace).listAt({}, { timeoutMs: 60_000 });
     this.d.logger.info('namespace entered a guarded selection', { namespace, resource: resourceName(group, resource) , objects: list.items.length });
     for (const item of list.items) {
       const key = objectKey(group, resource, item.metadata?.namespace, item.metadata?.name ?? '');
-      this.enqueue({ group, resource, version }, key, 'ADDED', item, list.metadata.resourceVersion, false);
+      this.enqueue({ group, resource, version }, key, 'ADDED', item, list.revision, false);
     }
   }
 
@@ -275,12 +275,9 @@ export class Watcher {
       // Decided on a version that changed meanwhile (a conflict, a backoff): read it again.
       const { target } = work;
       const { namespace, name } = parseObjectKey(key);
-      try {
-        work = { ...work, stale: false, object: await this.d.kube.request<KubeObject>('GET', objectPath(target.group, target.version, target.resource, namespace, name)) };
-      } catch (err) {
-        if (isNotFound(err)) return;
-        throw err;
-      }
+      const object = await Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, namespace).get(name);
+      if (!object) return;
+      work = { ...work, stale: false, object };
     }
     const outcome = await this.repair(work, handledAt);
     if (outcome.again) this.requeue(work, outcome.afterMs);
