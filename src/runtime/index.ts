@@ -1,11 +1,11 @@
 import type { TlsFiles } from '../certs/index.js';
 import type { Config } from '../config/index.js';
-import { objectKey, Policy, reviewedName, Stamper, tombstoneOf, type Layers } from '../guard/index.js';
-import { EventRecorder, type AdmissionRequest, type KubeClient } from '../kube/index.js';
+import { Policy, Stamper, type Layers } from '../guard/index.js';
+import { EventRecorder, type KubeClient } from '../kube/index.js';
 import { createLogger, type Logger, type LogLevel } from '../log/index.js';
 import { createMetricsServer, Metrics } from '../metrics/index.js';
 import { ContinuityMonitor, currentRevision, renderAdmissionObjects, WebhookRegistrar, type WebhookEndpoint } from '../registration/index.js';
-import { CanonicalCache, createStore, LeaderElector, NamespaceLabelCache, stamperFromFile, stamperFromSecret, Watcher, type CanonicalStore, type WatcherDeps } from '../sync/index.js';
+import { CanonicalCache, createStore, LeaderElector, NamespaceLabelCache, stamperFromFile, stamperFromSecret, tombstoneRecorder, Watcher, type WatcherDeps } from '../sync/index.js';
 import { createWebhookServer } from '../webhook/index.js';
 import { SPEC_GUARD } from '../names.js';
 import { checkBeforeStart, connect, whoAmI } from './cluster.js';
@@ -72,7 +72,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     metrics,
     logger,
     knowNamespace: namespaces && ((namespace) => namespaces.ensure(namespace)),
-    recordTombstone: (req) => recordTombstone(req, cache, store),
+    recordTombstone: tombstoneRecorder(cache, store),
   });
   const metricsServer = createMetricsServer(metrics, () => ready);
   const parts = new Lifecycle(logger);
@@ -104,14 +104,6 @@ function registrarFor(o: RuntimeOptions, kube: KubeClient, policy: Policy, metri
   const endpoint: WebhookEndpoint = o.webhookUrl ? { url: o.webhookUrl } : { service: { name: o.serviceName, namespace: o.namespace, port: 443 } };
   const render = (caBundle: string) => renderAdmissionObjects(policy, { endpoint, caBundle, excludedNamespaces: ['kube-system', o.namespace] });
   return new WebhookRegistrar(kube, render, '', metrics, logger);
-}
-
-/** A trusted delete is recorded durably before it is admitted: admitted without, the object would be recreated. */
-async function recordTombstone(req: AdmissionRequest, cache: CanonicalCache, store: CanonicalStore): Promise<void> {
-  const key = objectKey(req.resource.group, req.resource.resource, req.namespace, reviewedName(req));
-  const tombstone = tombstoneOf(req.oldObject?.metadata?.uid, Date.now());
-  cache.recordTombstone(key, tombstone);
-  await store.addTombstone(key, tombstone);
 }
 
 type ClusterDeps = Pick<WatcherDeps, 'kube' | 'policy' | 'cache' | 'store' | 'stamper' | 'metrics' | 'logger'> & {

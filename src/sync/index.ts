@@ -4,3 +4,4 @@ export { createStore, MemoryStore, FileStore, SecretStore, STORE_KINDS, STORE_SE
 export { LeaderElector, type LeaderOptions } from './leader.js';
 export { Watcher, watchScopes, type WatcherDeps } from './watcher.js';
 export { NamespaceLabelCache } from './namespace-labels.js';
+export { tombstoneRecorder } from './tombstone-keeper.js';

@@ -1,8 +1,20 @@
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import { confirms, expired, parseObjectKey, TOMBSTONE_CONFIRM_MS, type Tombstone } from '../guard/index.js';
+import { confirms, expired, objectKey, parseObjectKey, reviewedName, TOMBSTONE_CONFIRM_MS, tombstoneOf, type Tombstone } from '../guard/index.js';
+import type { AdmissionRequest } from '../kube/index.js';
 import type { CanonicalCache } from './cache.js';
 import type { CanonicalStore } from './store/index.js';
+
+/**
+ * The admission side: a trusted delete is recorded durably (the store) and at once (this
+ * replica's cache) before it is admitted; admitted without, the object would be recreated.
+ */
+export const tombstoneRecorder = (cache: CanonicalCache, store: CanonicalStore) => async (req: AdmissionRequest): Promise<void> => {
+  const key = objectKey(req.resource.group, req.resource.resource, req.namespace, reviewedName(req));
+  const tombstone = tombstoneOf(req.oldObject?.metadata?.uid, Date.now());
+  cache.recordTombstone(key, tombstone);
+  await store.addTombstone(key, tombstone);
+};
 
 export interface TombstoneKeeperDeps {
   cache: CanonicalCache;
