@@ -17,8 +17,27 @@ const exact = JSON as unknown as Partial<JsonWithSource>;
 /** True when this Node.js can parse numbers exactly (22 and later). */
 export const exactNumbersSupported = typeof exact.rawJSON === 'function' && typeof exact.isRawJSON === 'function';
 
-const LONG_DIGITS = /\d{16}/;
 const INTEGER = /^-?\d+$/;
+
+const isDigit = (code: number) => code >= 48 && code <= 57;
+
+/**
+ * Does `text` hold a run of 16 digits? Any such run covers one position in every 16, so only
+ * those are looked at (and the run around a digit found there): about a fifth of the CPU of
+ * /\d{16}/, which tries a match at every digit of a 50 KB review.
+ */
+export function hasLongDigitRun(text: string): boolean {
+  const n = text.length;
+  for (let at = 15; at < n; at += 16) {
+    if (!isDigit(text.charCodeAt(at))) continue;
+    let start = at;
+    while (start > 0 && isDigit(text.charCodeAt(start - 1))) start--;
+    let end = at + 1;
+    while (end < n && isDigit(text.charCodeAt(end))) end++;
+    if (end - start >= 16) return true;
+  }
+  return false;
+}
 
 function revive(_key: string, value: unknown, context?: { source?: string }): unknown {
   if (typeof value === 'number' && !Number.isSafeInteger(value) && context?.source && INTEGER.test(context.source)) {
@@ -29,7 +48,7 @@ function revive(_key: string, value: unknown, context?: { source?: string }): un
 
 /** JSON.parse that keeps integers beyond 2^53 exact. */
 export function parseJson(text: string): unknown {
-  return exactNumbersSupported && LONG_DIGITS.test(text) ? JSON.parse(text, revive as (key: string, value: unknown) => unknown) : JSON.parse(text);
+  return exactNumbersSupported && hasLongDigitRun(text) ? JSON.parse(text, revive as (key: string, value: unknown) => unknown) : JSON.parse(text);
 }
 
 /** Is `value` an exact number kept as its JSON text? */
