@@ -92,10 +92,16 @@ describe('uninstall', () => {
     }
   }, 120_000);
 
-  it('kubectl delete -k on the overlay: likewise, namespace and all', async () => {
+  it('kubectl delete -k on the overlay: likewise, namespace and all; objects an earlier version registered without an owner are given one', async () => {
     const overlay = `${root}manifests/overlays/managed-agent`;
     kubectlOk([], ['apply', '--server-side', '-k', overlay]);
+    // As 0.1.0 left them: registered, with no owner.
+    const port = await freePort();
+    const earlier = spawnSync(process.execPath, [`${root}dist/src/cli.js`, 'manifests', '--config', CONFIG, '--webhook-url', `https://127.0.0.1:${port}`], { encoding: 'utf8' });
+    kubectlOk([], ['apply', '--server-side', '--field-manager=spec-guard', '-f', '-'], earlier.stdout);
+    expect(admissionObjects()).toHaveLength(4);
     const sg = await serve();
+    await waitFor('every admission object to be given its owner', () => admissionObjects().every((name) => kubectlOk([], ['get', name, '-o', 'jsonpath={.metadata.ownerReferences[0].kind}']) === 'ClusterRole'), 20_000, 250);
     try {
       const apps = await guarded('kustomize');
       kubectlOk([], ['delete', '-k', overlay, '--wait=false']);
