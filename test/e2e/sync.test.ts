@@ -188,6 +188,14 @@ afterAll(async () => {
     agentApply('sync-four-alice', NS);
     agentApply('sync-four-agent', NS);
     await waitFor('stamped', async () => (await readApplication(NS, 'sync-four-alice'))?.metadata?.annotations?.[STAMP_ANNOTATION]);
+    // Annotations are open to alice; 60 KB of hers, the stamp unchanged, must not become part of
+    // the canonical copy (nor come back with a recreated object).
+    kubectlOk(ALICE, ['annotate', 'application', '-n', NS, 'sync-four-alice', `example.com/bulk=${'b'.repeat(60_000)}`]);
+    // The agent's next write (server-side apply leaves her annotation) is learned with a new stamp.
+    const stampBefore = (await readApplication(NS, 'sync-four-alice'))!.metadata.annotations[STAMP_ANNOTATION];
+    agentApply('sync-four-alice', NS, { source: { repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: 'HEAD', path: 'guestbook-v2' } });
+    await waitFor('stamped anew', async () => (await readApplication(NS, 'sync-four-alice'))?.metadata?.annotations?.[STAMP_ANNOTATION] !== stampBefore);
+    await new Promise((r) => setTimeout(r, 1000));
     // Behind admission: the configurations are gone for a moment (as after a bad uninstall).
     await sg.stop();
     running.splice(running.indexOf(sg), 1);
@@ -200,6 +208,7 @@ afterAll(async () => {
       return app && app.metadata.uid !== uid;
     });
     expect((await readApplication(NS, 'sync-four-alice'))!.spec.source.targetRevision).toBe('HEAD');
+    expect(Object.keys((await readApplication(NS, 'sync-four-alice'))!.metadata.annotations ?? {})).not.toContain('example.com/bulk');
     await waitFor('the recreate event', () => eventsFor(NS, 'sync-four-alice', 'DeletedObjectRecreated').length > 0, 10_000, 250);
     // Through admission: the agent’s delete records a tombstone first.
     kubectlOk(AGENT, ['delete', 'application', '-n', NS, 'sync-four-agent']);
