@@ -15,6 +15,7 @@ import autocannon from 'autocannon';
 import { createCA, createServingCert } from '../src/certs/index.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 import { processCpuMicros } from './process-cpu.js';
+import { barChart, savePicture } from './svg.js';
 import { benchConfig, workload } from './workload.js';
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 4);
@@ -108,6 +109,7 @@ async function main(): Promise<void> {
         `${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per server and case; medians`,
     );
     console.log(`${'case'.padEnd(28)} | ${'server'.padEnd(24)} | CPU µs/review |  req/s | p99 ms | errors`);
+    const groups: Array<{ label: string; bars: Array<{ label: string; value: number }> }> = [];
     for (const c of cases) {
       const samples: Sample[][] = servers.map(() => []);
       for (let round = 0; round < ROUNDS; round++) {
@@ -122,7 +124,9 @@ async function main(): Promise<void> {
         );
       });
       console.log(`  → spec-guard CPU per review: ${(cpu[2]! / cpu[0]!).toFixed(2)}× the bare server (target ≤ ${c.target}×), ${(cpu[2]! / cpu[1]!).toFixed(2)}× the Go webhook`);
+      groups.push({ label: `${c.name} (spec-guard ${(cpu[2]! / cpu[0]!).toFixed(2)}× bare)`, bars: servers.map((server, i) => ({ label: server.name, value: cpu[i]! })) });
     }
+    console.log(`picture: ${savePicture('admission-cpu.svg', barChart(`bench:admission, CPU µs per review (${w.objectBytes}-byte Application, medians of ${ROUNDS} rounds)`, 'CPU µs per review', groups))}`);
     await floodSection(servers[2]!.port, w.trustedUpdate, w.untrustedUpdate);
   } finally {
     children.forEach((c) => c.kill());

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlanePids, controlPlaneUp, inParallel, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany } from './burst.js';
+import { cdfChart, savePicture } from './svg.js';
 import { processCpuMicros } from './process-cpu.js';
 
 const DRIFTS = Number(process.env.BENCH_DRIFTS ?? 200);
@@ -88,8 +89,15 @@ async function main(): Promise<void> {
     console.log(`bench/revert: ${DRIFTS} Applications drifted one after the other, each reverted by spec-guard's watcher (no admission object registered)`);
     console.log(`time from the bypassing write to the stored revert: p50 ${f(percentile(latencies, 50))} ms, p99 ${f(percentile(latencies, 99))} ms, max ${f(latencies.at(-1)!)} ms`);
     console.log(`targets: p50 < 100 ms: ${percentile(latencies, 50) < 100 ? 'met' : 'NOT met'}; p99 < 500 ms: ${percentile(latencies, 99) < 500 ? 'met' : 'NOT met'}`);
-    console.log(`${BURST} Applications of ~5 KB drifted at once (${CONCURRENCY} PATCHes at a time), spec-guard CPU ${cpuMsPerRevert.toFixed(2)} ms per revert:\n${describeBurst(burst, BURST, ownRevertTimes(sg.logFile, burstNames))}`);
+    const own = ownRevertTimes(sg.logFile, burstNames);
+    console.log(`${BURST} Applications of ~5 KB drifted at once (${CONCURRENCY} PATCHes at a time), spec-guard CPU ${cpuMsPerRevert.toFixed(2)} ms per revert:\n${describeBurst(burst, BURST, own)}`);
     console.log(`the same ${BURST} PATCHes without spec-guard: ${(alone.ms / 1000).toFixed(1)} s (${((BURST * 1000) / alone.ms).toFixed(0)}/s, p50 ${percentile(alone.latencies, 50).toFixed(0)} ms, p99 ${percentile(alone.latencies, 99).toFixed(0)} ms)`);
+    const picture = cdfChart(`bench:revert: ${BURST} drifts at once, reverted; beside the apiserver's own PATCH latency`, 'ms', [
+      { label: 'drift to revert (watch to watch)', values: burst.latencies },
+      { label: "spec-guard's own share of a revert", values: own.own },
+      { label: 'a PATCH, without spec-guard', values: alone.latencies },
+    ]);
+    console.log(`picture: ${savePicture('revert-cdf.svg', picture)}`);
   } finally {
     await sg.stop();
     kube.close();
