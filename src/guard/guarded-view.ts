@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canonical-json.js';
 import type { Normalizer } from './normalizers.js';
 import { formatPointer, getAt, isPlainObject, parsePointer } from './pointer.js';
@@ -57,8 +57,9 @@ export function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[
   return tree;
 }
 
+/** One-shot (no Hash object per call: a watch event and a review each hash a view). */
 export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /**
@@ -131,15 +132,29 @@ export class GuardedView {
    * ignored pointers keeping the incoming value.
    */
   restoreOps(canonical: GuardedValues, incoming: unknown): PatchOp[] {
+    return this.paths.flatMap((path) => this.restoreWhole(path, canonical[path.pointer], incoming));
+  }
+
+  private restoreWhole(path: GuardedPath, canonical: unknown, incoming: unknown): PatchOp[] {
+    const wanted = withIgnoredFrom(canonical, getAt(incoming, path.tokens), this.ignoreTokens(path));
+    if (wanted !== undefined) return [{ op: 'add', path: path.pointer, value: wanted }];
+    return getAt(incoming, path.tokens) !== undefined ? [{ op: 'remove', path: path.pointer }] : [];
+  }
+
+  /**
+   * The fewest JSON patch operations that make `incoming` carry `canonical`'s guarded values:
+   * only the members that differ (raw, not normalized: the result equals restoreOps'), so a
+   * revert of one field sends one field. A path whose differences are many, or meet an
+   * ignored member where the shapes differ, is restored whole.
+   */
+  revertOps(canonical: GuardedValues, incoming: unknown): PatchOp[] {
     const ops: PatchOp[] = [];
     for (const path of this.paths) {
-      const wanted = withIgnoredFrom(canonical[path.pointer], getAt(incoming, path.tokens), this.ignoreTokens(path));
-      const present = getAt(incoming, path.tokens) !== undefined;
-      if (wanted === undefined) {
-        if (present) ops.push({ op: 'remove', path: path.pointer });
-      } else {
-        ops.push({ op: 'add', path: path.pointer, value: wanted });
-      }
+      const wanted = canonical[path.pointer];
+      const present = getAt(incoming, path.tokens);
+      const members: PatchOp[] = [];
+      const byMember = wanted !== undefined && present !== undefined && membersToRestore(wanted, present, path.ignore, [...path.tokens], members);
+      ops.push(...(byMember ? members : this.restoreWhole(path, wanted, incoming)));
     }
     return ops;
   }
@@ -193,6 +208,56 @@ function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string
   }
   // Different shapes or values: equal only when they serialize alike.
   if (canonicalJson(a, ignore) !== canonicalJson(b, ignore)) out.push(formatPointer(at));
+}
+
+/** More member operations than this for one guarded path: the path is restored whole instead. */
+const MAX_MEMBER_OPS = 64;
+
+/**
+ * Appends the operations that turn `present` into `wanted` member by member; false when that
+ * is not the way (too many, or an ignored member below a value that must be replaced whole).
+ */
+function membersToRestore(wanted: unknown, present: unknown, ignore: IgnoreTree | undefined, at: string[], out: PatchOp[]): boolean {
+  if (wanted === present) return true;
+  if (at.length > MAX_DEPTH) throw new TooDeepError();
+  if (isPlainObject(wanted) && isPlainObject(present)) {
+    for (const key in wanted) {
+      const sub = ignore?.[key];
+      if (sub === true) continue;
+      at.push(key);
+      const ok = key in present ? membersToRestore(wanted[key], present[key], sub, at, out) : add(out, at, wanted[key]);
+      at.pop();
+      if (!ok) return false;
+    }
+    for (const key in present) {
+      if (ignore?.[key] === true || key in wanted) continue;
+      at.push(key);
+      out.push({ op: 'remove', path: formatPointer(at) });
+      at.pop();
+    }
+    return out.length <= MAX_MEMBER_OPS;
+  }
+  if (Array.isArray(wanted) && Array.isArray(present) && wanted.length === present.length) {
+    for (let i = 0; i < wanted.length; i++) {
+      const sub = ignore?.[String(i)];
+      if (sub === true) continue;
+      at.push(String(i));
+      const ok = membersToRestore(wanted[i], present[i], sub, at, out);
+      at.pop();
+      if (!ok) return false;
+    }
+    return true;
+  }
+  if (canonicalJson(wanted, ignore) === canonicalJson(present, ignore)) return true;
+  // Replaced whole, an ignored member below would take the canonical value: not this way.
+  if (ignore !== undefined) return false;
+  out.push({ op: 'replace', path: formatPointer(at), value: wanted });
+  return out.length <= MAX_MEMBER_OPS;
+}
+
+function add(out: PatchOp[], at: string[], value: unknown): boolean {
+  if (value !== undefined) out.push({ op: 'add', path: formatPointer(at), value });
+  return out.length <= MAX_MEMBER_OPS;
 }
 
 /** A deep copy of `canonical` where each ignored pointer carries the value from `incoming`. */

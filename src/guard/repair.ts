@@ -207,7 +207,7 @@ function revertOrWarn(input: RepairInput, entry: CanonicalEntry, changed: string
     return leader ? { kind: 'warn', drifted: false, detected: true, report } : { kind: 'none', drifted: false, detected: true };
   }
   if (!leader) return { kind: 'none', drifted: true, detected: true };
-  const ops = [...rule.view.restoreOps(entryValues(entry), object), ...moveBack, ...stampPatch(object, entry.stamp)];
+  const ops = [...rule.view.revertOps(entryValues(entry), object), ...moveBack, ...stampPatch(object, entry.stamp)];
   const report = { reason: 'SpecDriftReverted', message: `Reverted: ${who.toLowerCase()} to ${pointers}; it is owned by the source of truth` };
   return { kind: 'revert', drifted: true, detected: true, entry, ops, changed, attribution, report };
 }

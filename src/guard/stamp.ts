@@ -16,6 +16,9 @@ export interface StampClaim {
   seq: number;
 }
 
+/** Checked stamps remembered (a stamp of the right form is 130 to 150 characters). */
+const MAX_CHECKED = 10_000;
+
 const STAMP_FORMAT = /^v2\.([0-9a-f]{64})\.(0|[1-9]\d{0,15})\.([A-Za-z0-9_-]{43})$/;
 
 /**
@@ -24,6 +27,13 @@ const STAMP_FORMAT = /^v2\.([0-9a-f]{64})\.(0|[1-9]\d{0,15})\.([A-Za-z0-9_-]{43}
  * or with another sequence, is not valid.
  */
 export class Stamper {
+  /**
+   * Stamps already checked, with their answer: every watch event of an object and every
+   * review of it checks the same stamp again, and an HMAC each time is most of the check.
+   * Bounded; the oldest checked is forgotten first.
+   */
+  private readonly checked = new Map<string, StampClaim | null>();
+
   constructor(private readonly key: Buffer) {
     if (key.length < 32) throw new Error(`stamp key must be at least 32 bytes, got ${key.length}`);
   }
@@ -42,12 +52,25 @@ export class Stamper {
 
   /** What a valid stamp claims, or undefined when it is not valid for this object. */
   read(stamp: string | undefined, objectKey: string): StampClaim | undefined {
-    const match = stamp ? STAMP_FORMAT.exec(stamp) : null;
-    if (!match) return undefined;
+    // Only a stamp of the right form is remembered: anything else fails the format at once, and a long one would fill memory.
+    if (!stamp || !STAMP_FORMAT.test(stamp)) return undefined;
+    const id = `${objectKey}\n${stamp}`;
+    let claim = this.checked.get(id);
+    if (claim === undefined) {
+      claim = this.check(stamp, objectKey);
+      if (this.checked.size >= MAX_CHECKED) this.checked.delete(this.checked.keys().next().value!);
+      this.checked.set(id, claim);
+    }
+    return claim ?? undefined;
+  }
+
+  private check(stamp: string, objectKey: string): StampClaim | null {
+    const match = STAMP_FORMAT.exec(stamp);
+    if (!match) return null;
     const [, hash, seqText, given] = match as unknown as [string, string, string, string];
     const seq = Number(seqText);
     const expected = Buffer.from(this.mac(hash, seq, objectKey));
-    return timingSafeEqual(expected, Buffer.from(given)) ? { hash, seq } : undefined;
+    return timingSafeEqual(expected, Buffer.from(given)) ? Object.freeze({ hash, seq }) : null;
   }
 
   /** The view hash a valid stamp vouches for, or undefined when it is not valid. */

@@ -27,6 +27,12 @@ export interface RequestOptions {
   onHeaders?: (headers: http.IncomingHttpHeaders) => void;
   /** Extra request headers (e.g. Impersonate-User; a list for a repeated one, Impersonate-Group). */
   headers?: Record<string, string | string[]>;
+  /**
+   * The caller does not read a successful answer (a revert's PATCH is answered with the whole
+   * object, an Event's POST with the Event): it is not parsed, and the call resolves with
+   * undefined. A failure's Status is read as always.
+   */
+  discardResponse?: boolean;
 }
 
 /**
@@ -140,6 +146,8 @@ export class KubeClient {
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', reject);
         res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          if (options.discardResponse && status >= 200 && status < 300) return resolve(undefined as T);
           const text = Buffer.concat(chunks).toString('utf8');
           let body: unknown;
           try {
@@ -147,7 +155,6 @@ export class KubeClient {
           } catch {
             body = undefined;
           }
-          const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) return resolve(body as T);
           const st = body as { reason?: string; message?: string } | undefined;
           reject(new KubeError(status, st?.reason ?? 'Unknown', `${method} ${path}: ${status} ${st?.message ?? text.slice(0, 200)}`));

@@ -110,6 +110,7 @@ export class EventRecorder {
     try {
       if (creating) {
         await this.kube.request('POST', path, {
+          discardResponse: true,
           body: {
             apiVersion: 'v1',
             kind: 'Event',
@@ -128,6 +129,7 @@ export class EventRecorder {
         });
       } else {
         await this.kube.request('PATCH', `${path}/${s.name}`, {
+          discardResponse: true,
           contentType: 'application/merge-patch+json',
           body: { count: s.count, lastTimestamp: now, message: s.message },
         });

@@ -102,6 +102,11 @@ export class Resources<T extends Versioned> {
     return this.kube.request<T>('PATCH', this.path(name), { ...options, body: ops, contentType: 'application/json-patch+json' });
   }
 
+  /** The same, when the caller needs no answer (a revert: the object comes back through the watch): not parsed. */
+  async jsonPatchUnread(name: string, ops: unknown[], options: CallOptions = {}): Promise<void> {
+    await this.kube.request('PATCH', this.path(name), { ...options, body: ops, contentType: 'application/json-patch+json', discardResponse: true });
+  }
+
   /** True when deleted, false when it was already gone. */
   async delete(name: string): Promise<boolean> {
     try {

@@ -138,7 +138,7 @@ export class Repairer {
     if (ops.length === 0) return DONE;
     const meta = object.metadata!;
     try {
-      await Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, meta.namespace).jsonPatch(
+      await Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, meta.namespace).jsonPatchUnread(
         meta.name!,
         [{ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion }, ...ops],
         { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000 },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { canonicalJson, GuardedView, Stamper } from '../../src/guard/index.js';
+import jsonpatch from 'fast-json-patch';
 
 describe('canonical JSON', () => {
   it('sorts keys and keeps null, {} and [] as values of their own', () => {
@@ -62,7 +63,78 @@ describe('stamp', () => {
     for (const bad of ['', 'v1', 'v2.x.y', `v1.${hash}`, 'v1.zz.zz', `v2.${hash}.5`, stamp.replace('v2.', 'v1.')]) expect(stamper.verify(bad, 'k')).toBeUndefined();
   });
 
+  it('remembers what it checked, within bounds: a forged stamp stays refused, read after read, and a flood of them forgets the oldest', () => {
+    const stamp = stamper.stamp(hash, 'g/r/ns/m', 7);
+    const forged = stamp.slice(0, -1) + (stamp.endsWith('A') ? 'B' : 'A');
+    for (let i = 0; i < 3; i++) {
+      expect(stamper.read(stamp, 'g/r/ns/m')).toEqual({ hash, seq: 7 });
+      expect(stamper.read(forged, 'g/r/ns/m')).toBeUndefined();
+      expect(stamper.read(stamp, 'g/r/ns/other')).toBeUndefined();
+    }
+    const flooded = new Stamper(Buffer.alloc(32, 3));
+    for (let i = 0; i < 10_050; i++) flooded.read(forged, `g/r/ns/o${i}`);
+    expect((flooded as unknown as { checked: Map<string, unknown> }).checked.size).toBe(10_000);
+    expect(flooded.read(stamper.stamp(hash, 'g/r/ns/o0', 1), 'g/r/ns/o0')).toBeUndefined(); // another key's stamp
+    // A stamp that is not of the form is never remembered (a 256 KB annotation would fill memory).
+    const before = (stamper as unknown as { checked: Map<string, unknown> }).checked.size;
+    expect(stamper.read(`v2.${'x'.repeat(200_000)}`, 'g/r/ns/m')).toBeUndefined();
+    expect((stamper as unknown as { checked: Map<string, unknown> }).checked.size).toBe(before);
+  });
+
   it('refuses a short key', () => {
     expect(() => new Stamper(Buffer.alloc(8))).toThrow('at least 32 bytes');
+  });
+});
+
+describe('revert operations (only the members that differ)', () => {
+  const view = new GuardedView(['/spec', '/metadata/finalizers'], ['/spec/ignored', '/spec/nested/skip']);
+  const big = (revision: string) => ({
+    spec: {
+      project: 'default',
+      source: { repoURL: 'https://git.example/apps', targetRevision: revision, helm: { parameters: Array.from({ length: 200 }, (_, i) => ({ name: `p${i}`, value: `v${i}` })) } },
+      ignored: 'kept',
+      nested: { skip: 1, keep: 2 },
+    },
+    metadata: { finalizers: ['resources-finalizer.argocd.argoproj.io'] },
+  });
+  const applied = (object: unknown, ops: unknown[]) => jsonpatch.applyPatch(structuredClone(object), ops as jsonpatch.Operation[], true).newDocument;
+
+  it('a one-field drift of a 200-parameter spec is reverted by one replace, not by the whole spec', () => {
+    const canonical = view.valuesOf(big('HEAD'));
+    const drifted = big('evil');
+    expect(view.revertOps(canonical, drifted)).toEqual([{ op: 'replace', path: '/spec/source/targetRevision', value: 'HEAD' }]);
+    expect(JSON.stringify(view.restoreOps(canonical, drifted)).length).toBeGreaterThan(5000);
+  });
+
+  // Each case: what the drift did; the revert must give what restoring whole gives, with ignored members kept.
+  const drifts: Array<[string, (o: ReturnType<typeof big>) => void]> = [
+    ['a member added', (o) => Object.assign(o.spec.source, { chart: 'evil' })],
+    ['a member removed', (o) => delete (o.spec.source as Partial<typeof o.spec.source>).repoURL],
+    ['an array grown', (o) => o.spec.source.helm.parameters.push({ name: 'x', value: 'y' })],
+    ['an array element changed', (o) => (o.spec.source.helm.parameters[7]!.value = 'evil')],
+    ['a shape changed (object to string)', (o) => ((o.spec as Record<string, unknown>).source = 'evil')],
+    ['the ignored member changed, and another beside it', (o) => ((o.spec.ignored = 'changed'), (o.spec.nested.keep = 3))],
+    ['a block holding an ignored member replaced by a scalar', (o) => ((o.spec as Record<string, unknown>).nested = 5)],
+    ['a finalizer added', (o) => o.metadata.finalizers.push('evil')],
+    ['the finalizers removed', (o) => ((o.metadata as Record<string, unknown>).finalizers = undefined)],
+    ['100 parameters changed (restored whole)', (o) => o.spec.source.helm.parameters.slice(0, 100).forEach((p) => (p.value = 'evil'))],
+    ['the spec removed', (o) => delete (o as Partial<typeof o>).spec],
+  ];
+  it.each(drifts)('%s: the revert gives exactly what restoring whole gives', (_what, drift) => {
+    const canonical = view.valuesOf(big('HEAD'));
+    const drifted = structuredClone(big('HEAD'));
+    drift(drifted);
+    const object = JSON.parse(JSON.stringify(drifted));
+    const byMembers = applied(object, view.revertOps(canonical, object));
+    expect(byMembers).toEqual(applied(object, view.restoreOps(canonical, object)));
+    expect(view.changedPointers(canonical, byMembers)).toEqual([]);
+    expect(view.revertOps(canonical, byMembers)).toEqual([]);
+  });
+
+  it('many differences in one path restore that path whole (one op, not hundreds)', () => {
+    const canonical = view.valuesOf(big('HEAD'));
+    const object = big('HEAD');
+    object.spec.source.helm.parameters.forEach((p) => (p.value = 'evil'));
+    expect(view.revertOps(canonical, object).map((op) => op.path)).toEqual(['/spec']);
   });
 });
