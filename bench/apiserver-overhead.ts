@@ -4,6 +4,8 @@
 //   policy               spec-guard's ValidatingAdmissionPolicy and binding only (layer 0)
 //   policy + spec-guard  everything spec-guard registers, spec-guard serving
 //   Go webhook           a minimal Go webhook (bench/go-webhook) registered as spec-guard's webhooks are
+//   Go + stamp patch     the same, answering trusted writes with a patch of the stamp's size and shape:
+//                        what the patch costs the apiserver, apart from what computes it
 // Writes: untrusted spec changes (denied) and the agent's trusted spec updates (admitted; stamped by
 // spec-guard). Rounds repeat the set-ups in turn so that a noisy machine hits them alike.
 import { spawn } from 'node:child_process';
@@ -70,11 +72,16 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, 'tls.crt'), tls.cert);
   writeFileSync(join(dir, 'tls.key'), tls.key);
   const goPort = await freePort();
-  const go = spawn(buildGoWebhook(), [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${goPort}`, GO_TRUSTED_USER], { stdio: 'ignore' });
+  const goBinary = buildGoWebhook();
+  const go = spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${goPort}`, GO_TRUSTED_USER], { stdio: 'ignore' });
+  const goPatchPort = await freePort();
+  const goPatch = spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${goPatchPort}`, GO_TRUSTED_USER, 'stamp-patch'], { stdio: 'ignore' });
   const policy = new Policy(parseConfig(CONFIG, 'bench.yaml'), 'system:serviceaccount:spec-guard:spec-guard');
   const rendered = renderAdmissionObjects(policy, { endpoint: { url: `https://127.0.0.1:${goPort}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
   const layer0 = { ValidatingAdmissionPolicy: rendered.ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding: rendered.ValidatingAdmissionPolicyBinding };
-  const webhooksOnly = renderAdmissionObjects(new Policy(parseConfig(`${CONFIG}admissionPolicy: false\n`, 'bench.yaml')), { endpoint: { url: `https://127.0.0.1:${goPort}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
+  const webhooksAt = (port: number) => renderAdmissionObjects(new Policy(parseConfig(`${CONFIG}admissionPolicy: false\n`, 'bench.yaml')), { endpoint: { url: `https://127.0.0.1:${port}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
+  const webhooksOnly = webhooksAt(goPort);
+  const stampPatching = webhooksAt(goPatchPort);
 
   await clear(kube);
   await kube.request('DELETE', APPS).catch(() => undefined);
@@ -95,6 +102,7 @@ async function main(): Promise<void> {
       },
     },
     { name: 'Go webhook', up: async () => (await register(kube, webhooksOnly), async () => clear(kube)) },
+    { name: 'Go + stamp patch', up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
   ];
   const results = new Map<string, { untrusted: number[]; trusted: number[]; refused: number; admittedUntrusted: number }>();
   try {
@@ -136,8 +144,13 @@ async function main(): Promise<void> {
       `  → untrusted denials with spec-guard: p50 ${(untrusted('policy + spec-guard').p50 / untrusted('policy').p50).toFixed(2)}× the policy alone (target ≤ 1.0×); ` +
         `trusted writes' added p50: spec-guard ${added('policy + spec-guard').toFixed(1)} ms vs Go webhook ${added('Go webhook').toFixed(1)} ms (target ≤ 1.0×)`,
     );
+    console.log(
+      `  → the stamp patch alone (the Go webhook answering with one of its size): trusted added p50 ${added('Go + stamp patch').toFixed(1)} ms vs ${added('Go webhook').toFixed(1)} ms without: ` +
+        `${(added('Go + stamp patch') - added('Go webhook')).toFixed(1)} ms of the apiserver's per trusted write are the patch's, whoever computes it`,
+    );
   } finally {
     go.kill();
+    goPatch.kill();
     kube.close();
     if (!process.env.BENCH_KEEP) controlPlaneDown();
   }

@@ -63,8 +63,10 @@ export class KubeClient {
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
     this.server = new URL(cluster.server);
     const secure = this.server.protocol === 'https:';
+    // As text: the agent names its pool by these on every request, and a Buffer is base64-encoded each time.
+    const text = (v: unknown) => (Buffer.isBuffer(v) ? v.toString('utf8') : (v as string | undefined));
     const agent = (maxSockets: number) =>
-      secure ? new https.Agent({ ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, servername: base.servername, keepAlive: true, maxSockets }) : new http.Agent({ keepAlive: true, maxSockets });
+      secure ? new https.Agent({ ca: text(base.ca), cert: text(base.cert), key: text(base.key), rejectUnauthorized: base.rejectUnauthorized, servername: base.servername, keepAlive: true, maxSockets }) : new http.Agent({ keepAlive: true, maxSockets });
     this.agent = agent(REQUEST_SOCKETS);
     // Their number is set by the configuration (one per watched resource and namespace).
     this.watchAgent = agent(Infinity);

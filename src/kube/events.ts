@@ -38,6 +38,9 @@ export class EventRecorder {
   private inFlight = 0;
   /** Series due to be written, waiting for a write slot (at most one entry per series). */
   private readonly due: Array<() => Promise<void>> = [];
+  /** Event names: a random prefix per recorder and a counter (random bytes per Event cost more than the rest of recording it). */
+  private readonly namePrefix = randomBytes(4).toString('hex');
+  private named = 0;
 
   constructor(
     private readonly kube: KubeClient,
@@ -52,7 +55,7 @@ export class EventRecorder {
     let s = this.series.get(id);
     if (!s) {
       s = {
-        name: `${object.name}.${randomBytes(8).toString('hex')}`,
+        name: `${object.name}.${this.nextSuffix()}`,
         namespace,
         count: 0,
         first: new Date().toISOString(),
@@ -75,6 +78,10 @@ export class EventRecorder {
       this.pump();
     }, wait);
     series.timer.unref();
+  }
+
+  private nextSuffix(): string {
+    return `${this.namePrefix}${(this.named++).toString(16).padStart(8, '0')}`;
   }
 
   private pump(): void {

@@ -204,4 +204,27 @@ export class Metrics {
   constructor(withProcessMetrics = true) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
   }
+
+  /**
+   * The series of one review, looked up once per label set: prom-client hashes a label object
+   * on every call, a cost each review paid twice. The label values are bounded sets (webhook,
+   * operation, the configured resources, decision reasons), and so are these maps.
+   */
+  private readonly reviewTimers = new Map<string, ReturnType<Histogram<'webhook'>['labels']>>();
+  private readonly reviewCounts = new Map<string, ReturnType<Counter<'webhook' | 'operation' | 'resource' | 'decision'>['labels']>>();
+
+  /** Starts timing one review; the returned function observes its duration. */
+  timeReview(webhook: string): () => void {
+    let child = this.reviewTimers.get(webhook);
+    if (!child) this.reviewTimers.set(webhook, (child = this.admissionLatency.labels({ webhook })));
+    const started = process.hrtime.bigint();
+    return () => child.observe(Number(process.hrtime.bigint() - started) / 1e9);
+  }
+
+  countReview(webhook: string, operation: string, resource: string, decision: string): void {
+    const key = `${webhook} ${operation} ${resource} ${decision}`;
+    let child = this.reviewCounts.get(key);
+    if (!child) this.reviewCounts.set(key, (child = this.admissionRequests.labels({ webhook, operation, resource, decision })));
+    child.inc();
+  }
 }

@@ -80,7 +80,7 @@ export async function withTombstone(
 /** Step 6: the decision in the metrics, and in the log when it matters. */
 export function observeDecision(metrics: Metrics, logger: Logger, webhook: Webhook, request: AdmissionRequest, decision: Decision, context: DecisionContext): void {
   const resource = context.policy.resourceLabel(request.resource.group, request.resource.resource);
-  metrics.admissionRequests.inc({ webhook, operation: request.operation, resource, decision: decision.kind === 'deny' ? 'deny' : decision.reason });
+  metrics.countReview(webhook, request.operation, resource, decision.kind === 'deny' ? 'deny' : decision.reason);
   if (decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned') {
     metrics.driftDetected.inc({ source: 'admission', resource });
   }

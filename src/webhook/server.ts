@@ -61,7 +61,7 @@ function admissionHandler(options: WebhookServerOptions) {
 
   const admit = async (webhook: Webhook, req: IncomingMessage, res: ServerResponse) => {
     const arrivedAt = Date.now();
-    const timer = metrics.admissionLatency.startTimer({ webhook });
+    const timer = metrics.timeReview(webhook);
     authenticate(req.socket as TLSSocket, options.clientAuth?.());
     const request = await readReview(req, budget, arrivedAt);
     const context = options.decisionContext();
