@@ -13,6 +13,7 @@ import { FileStore, SecretStore } from '../src/sync/index.js';
 import { killDuringWrite } from './kill.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, OBJECT_BYTES, ownRevertTimes, patchMany } from './burst.js';
 import { fileURLToPath } from 'node:url';
+import { lineChart, savePicture } from './svg.js';
 
 const COUNT = Number(process.env.BENCH_OBJECTS ?? 10_000);
 /**
@@ -20,7 +21,10 @@ const COUNT = Number(process.env.BENCH_OBJECTS ?? 10_000);
  * objects. Past that the heap limit follows the sizing rule (README): 128 MB + 18 KB per object.
  */
 const SHIPPED_OPTIONS = readFileSync(new URL('../../manifests/base/deployment.yaml', import.meta.url), 'utf8').match(/name: NODE_OPTIONS\s+value: (.+)/)![1]!.trim();
-const SHIPPED = COUNT <= 10_000 ? SHIPPED_OPTIONS : SHIPPED_OPTIONS.replace(/--max-old-space-size=\d+/, `--max-old-space-size=${Math.ceil(128 + (COUNT * 18) / 1024)}`);
+const shippedFor = (count: number) => (count <= 10_000 ? SHIPPED_OPTIONS : SHIPPED_OPTIONS.replace(/--max-old-space-size=\d+/, `--max-old-space-size=${Math.ceil(128 + (count * 18) / 1024)}`));
+const SHIPPED = shippedFor(COUNT);
+/** The counts at which a start is timed and its memory read, for the picture: a tenth, a quarter, a half (the whole is the main measurement). */
+const STAGES = [...new Set([COUNT / 10, COUNT / 4, COUNT / 2].map(Math.round).filter((n) => n >= 500))];
 /** Objects changed (by the agent) and drifted (by alice, behind admission) at once. */
 const BATCH = Math.min(1000, COUNT);
 const batchNames = Array.from({ length: BATCH }, (_, i) => `scale-${i}`);
@@ -105,18 +109,43 @@ async function main(): Promise<void> {
   await kube.request('DELETE', APPS).catch(() => undefined);
   await releaseLease(kube);
   for (const name of (await stateSecrets(kube).catch(() => new Map())).keys()) await kube.request('DELETE', `/api/v1/namespaces/spec-guard/secrets/${name}`);
-  try {
-    // Fill the cluster through admission, so every Application is stamped as in production.
-    const filler = await startSpecGuard(self, config('memory'));
-    const started = Date.now();
-    await inParallel(COUNT, CONCURRENCY, async (i) => {
-      await kube.request('POST', APPS, { body: bulkyApplication(`scale-${i}`, i), headers: AGENT, query: { fieldManager: 'argocd-agent' } }).catch((err: Error) => {
-        if (!/409/.test(err.message)) throw err;
-      });
-    });
-    console.log(`bench/scale: created ${COUNT} Applications of ~${OBJECT_BYTES} bytes through admission in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    await filler.stop();
+  /** A first start at `count` objects (a fresh file store, no registration): ready time, RSS at ready and 5 s later. */
+  const timedStart = async (count: number) => {
+    const file = join(dir, `curve-${count}.yaml`);
+    writeFileSync(file, readFileSync(config('file'), 'utf8').replace('state.json', `curve-${count}.json`));
+    const run = await startSpecGuard(self, file, ['--no-register'], shippedFor(count));
+    const rssReady = rssMb(run.child.pid!);
+    await sleep(5000);
+    const point = { count, readyS: run.startMs / 1000, rssReady, rssSteady: rssMb(run.child.pid!) };
+    await run.stop();
     await releaseLease(kube);
+    return point;
+  };
+  try {
+    // Fill the cluster through admission, so every Application is stamped as in production;
+    // at each stage on the way, a start (file store, fresh, as shipped) is timed to ready and
+    // its memory read: the points of the picture before the whole.
+    let filler = await startSpecGuard(self, config('memory'));
+    let fillMs = 0;
+    let filled = 0;
+    const curve: Array<{ count: number; readyS: number; rssReady: number; rssSteady: number }> = [];
+    for (const stage of [...STAGES, COUNT]) {
+      const started = Date.now();
+      await inParallel(stage - filled, CONCURRENCY, async (k) => {
+        const i = filled + k;
+        await kube.request('POST', APPS, { body: bulkyApplication(`scale-${i}`, i), headers: AGENT, query: { fieldManager: 'argocd-agent' } }).catch((err: Error) => {
+          if (!/409/.test(err.message)) throw err;
+        });
+      });
+      fillMs += Date.now() - started;
+      filled = stage;
+      await filler.stop();
+      await releaseLease(kube);
+      if (stage === COUNT) break;
+      curve.push(await timedStart(stage));
+      filler = await startSpecGuard(self, config('memory'));
+    }
+    console.log(`bench/scale: created ${COUNT} Applications of ~${OBJECT_BYTES} bytes through admission in ${(fillMs / 1000).toFixed(1)} s`);
 
     // Memory, per Node.js setting: the same stored state, the same 10,000 objects.
     const memory: string[] = [];
@@ -278,6 +307,11 @@ async function main(): Promise<void> {
     console.log(`start to ready with ${COUNT} objects (state loaded, all listed and classified): ${(sg.startMs / 1000).toFixed(1)} s (target < ${COUNT <= 10_000 ? 15 : 60} s)`);
     console.log(`canonical objects known: ${canonical}; with NODE_OPTIONS=${NODE_OPTIONS} (shipped): RSS at ready ${rssReady.toFixed(0)} MB, steady ${rssSteady.toFixed(0)} MB; V8 heap in use ${heapUsedMb.toFixed(0)} MB`);
     console.log(`memory per guarded object: canonical state ${(stateBytes / COUNT / 1024).toFixed(1)} KB stored, ${((heapUsedMb * 1024) / COUNT).toFixed(1)} KB of V8 heap in use (all of it, base included), ${((rssSteady * 1024) / COUNT).toFixed(1)} KB of RSS`);
+    curve.push({ count: COUNT, readyS: sg.startMs / 1000, rssReady, rssSteady });
+    console.log(`memory and ready time against object count (first start, file store): ${curve.map((p) => `${p.count}: ready ${p.readyS.toFixed(1)} s, RSS ${p.rssReady.toFixed(0)} / ${p.rssSteady.toFixed(0)} MB`).join('; ')}`);
+    const byCount = (value: (p: (typeof curve)[number]) => number): Array<[number, number]> => curve.map((p) => [p.count, value(p)]);
+    const targets = COUNT >= 100_000 ? { rss: 700, ready: 30 } : undefined;
+    console.log(`pictures: ${savePicture('scale-memory.svg', lineChart(`bench:scale: spec-guard's memory against the objects it guards (~${OBJECT_BYTES} B each)`, 'guarded objects', 'RSS, MiB', [{ label: 'RSS at ready', points: byCount((p) => p.rssReady) }, { label: 'RSS 5 s later', points: byCount((p) => p.rssSteady) }], targets && { label: 'target at 100,000: 700 MiB', value: targets.rss }))}, ${savePicture('scale-ready.svg', lineChart("bench:scale: start to ready against the objects it guards (state loaded, all listed)", 'guarded objects', 'seconds', [{ label: 'start to ready', points: byCount((p) => p.readyS) }], targets && { label: 'target at 100,000: 30 s', value: targets.ready }))}`);
     if (memory.length) console.log(`other Node.js settings, same state and objects:\n${memory.join('\n')}`);
     console.log(`file store: ${(written / 1024 / 1024).toFixed(1)} MB written for ${BATCH} changed objects (${(written / BATCH / 1024).toFixed(1)} KB each; state ${(stateBytes / 1024 / 1024).toFixed(0)} MB); the relist at the end of a blind window: ${(relistWritten / 1024 / 1024).toFixed(1)} MB written, ${touchLines} touches (${(relistWritten / Math.max(1, touchLines)).toFixed(0)} bytes each)`);
     console.log(`reverts, ${BATCH} of the ${COUNT} drifted at once (${CONCURRENCY} PATCHes at a time), spec-guard CPU ${cpuPerRevertMs.toFixed(2)} ms per revert:\n${describeBurst(burst, BATCH, own)}`);

@@ -1,5 +1,5 @@
 // Pictures the benches draw of their own figures (SVG, no dependency): bars side by side,
-// and cumulative distributions. Each names the machine and the run it came from.
+// cumulative distributions and lines through measured points. Each names the machine and the run it came from.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
@@ -82,6 +82,43 @@ export function cdfChart(title: string, unit: string, series: Array<{ label: str
     out.push(`<polyline fill="none" stroke="${COLOURS[i % COLOURS.length]}" stroke-width="2" points="${points.join(' ')}"/>`);
     const x = MARGIN.left + i * 215;
     out.push(`<rect x="${x}" y="${MARGIN.top + plotHeight + 40}" width="12" height="12" fill="${COLOURS[i % COLOURS.length]}"/>`);
+    out.push(`<text x="${x + 16}" y="${MARGIN.top + plotHeight + 50}">${escape(s.label)}</text>`);
+  });
+  return frame(title, out);
+}
+
+/**
+ * Lines through measured points (x: e.g. object count; y: MiB or s), each point marked and
+ * labelled with its value; a target, when given, is a dashed horizontal line.
+ */
+export function lineChart(title: string, xUnit: string, yUnit: string, series: Array<{ label: string; points: Array<[number, number]> }>, target?: { label: string; value: number }): string {
+  const plotHeight = HEIGHT - MARGIN.top - MARGIN.bottom;
+  const plotWidth = WIDTH - MARGIN.left - MARGIN.right;
+  const all = series.flatMap((s) => s.points);
+  const maxX = Math.max(1, ...all.map(([x]) => x));
+  const maxY = Math.max(1, target?.value ?? 0, ...all.map(([, y]) => y)) * 1.1;
+  const at = (x: number, y: number) => [MARGIN.left + (plotWidth * x) / maxX, MARGIN.top + plotHeight - (plotHeight * y) / maxY] as const;
+  const out = axis(maxY, yUnit, plotHeight);
+  for (let i = 0; i <= 4; i++) {
+    out.push(`<text x="${MARGIN.left + (plotWidth * i) / 4}" y="${MARGIN.top + plotHeight + 16}" text-anchor="middle">${Math.round((maxX * i) / 4)}</text>`);
+  }
+  out.push(`<text x="${MARGIN.left + plotWidth / 2}" y="${MARGIN.top + plotHeight + 32}" text-anchor="middle">${escape(xUnit)}</text>`);
+  if (target) {
+    const [, y] = at(0, target.value);
+    out.push(`<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${y.toFixed(1)}" y2="${y.toFixed(1)}" stroke="#e15759" stroke-dasharray="6 4"/>`);
+    out.push(`<text x="${WIDTH - MARGIN.right - 4}" y="${(y - 5).toFixed(1)}" text-anchor="end" fill="#e15759">${escape(target.label)}</text>`);
+  }
+  series.forEach((s, i) => {
+    const colour = COLOURS[i % COLOURS.length];
+    const points = [...s.points].sort((a, b) => a[0] - b[0]).map(([x, y]) => at(x, y));
+    out.push(`<polyline fill="none" stroke="${colour}" stroke-width="2" points="${points.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')}"/>`);
+    [...s.points].sort((a, b) => a[0] - b[0]).forEach(([, vy], k) => {
+      const [x, y] = points[k]!;
+      out.push(`<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="3" fill="${colour}"/>`);
+      out.push(`<text x="${x.toFixed(1)}" y="${(y - 7).toFixed(1)}" text-anchor="middle">${vy < 10 ? vy.toFixed(1) : Math.round(vy)}</text>`);
+    });
+    const x = MARGIN.left + i * 215;
+    out.push(`<rect x="${x}" y="${MARGIN.top + plotHeight + 40}" width="12" height="12" fill="${colour}"/>`);
     out.push(`<text x="${x + 16}" y="${MARGIN.top + plotHeight + 50}">${escape(s.label)}</text>`);
   });
   return frame(title, out);

@@ -1,14 +1,16 @@
 import { parseJson } from '../kube/json.js';
 import type { GuardedValues } from './guarded-view.js';
+import { valuesText, type ValuesJson } from './packed-values.js';
 
 /** The canonical (source-of-truth) state of one guarded object. */
 export interface CanonicalEntry {
   viewHash: string;
   /**
-   * The guarded values as JSON text. Kept serialized: parsed objects take several times
-   * the memory, and only the rare deny, rewrite and revert paths need them.
+   * The guarded values as JSON text, deflated in memory (packed-values.ts). Kept serialized:
+   * parsed objects take several times the memory, and only the rare deny, rewrite and revert
+   * paths need them. An entry read from a store holds the text until the watcher packs it.
    */
-  valuesJson: string;
+  valuesJson: ValuesJson;
   /** Stamp annotation that vouches for `values`. */
   stamp: string;
   /** Sequence of that stamp (0 in a store written before sequences existed). */
@@ -29,7 +31,7 @@ export interface CanonicalEntry {
   view?: string;
 }
 
-export const entryValues = (entry: CanonicalEntry): GuardedValues => parseJson(entry.valuesJson) as GuardedValues;
+export const entryValues = (entry: CanonicalEntry): GuardedValues => parseJson(valuesText(entry.valuesJson)) as GuardedValues;
 
 /** What admission needs of the cache: read only. */
 export interface CanonicalLookup {

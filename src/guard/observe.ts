@@ -8,6 +8,7 @@ import { TooDeepError } from './canonical-json.js';
 import type { View } from './guarded-view.js';
 import { getAt, parsePointer, setAt } from './pointer.js';
 import { equalForCel } from './cel-equality.js';
+import { packValues } from './packed-values.js';
 
 /** What the watcher makes of one observed version of a guarded object. */
 export type Observation =
@@ -66,7 +67,7 @@ function entryFrom(object: KubeObject, rule: Rule, viewHash: string, stamp: stri
   const annotations = sameWrite ? previous.annotations : keptAnnotations(object, stamp);
   return {
     viewHash,
-    valuesJson: previous?.valuesJson === valuesJson ? previous.valuesJson : valuesJson,
+    valuesJson: packValues(valuesJson, previous?.valuesJson),
     stamp: previous?.stamp === stamp ? previous.stamp : stamp,
     seq,
     resourceVersion: meta.resourceVersion ?? '',
@@ -97,7 +98,7 @@ function adoptNewDoors(previous: CanonicalEntry, object: KubeObject, rule: Rule,
   }
   const viewHash = rule.view.of(canonical).hash;
   const seq = previous.seq ?? 0;
-  return { ...previous, viewHash, valuesJson: JSON.stringify(rule.view.valuesOf(canonical)), stamp: stamper.stamp(viewHash, key, seq), seq, view: rule.view.id };
+  return { ...previous, viewHash, valuesJson: packValues(JSON.stringify(rule.view.valuesOf(canonical))), stamp: stamper.stamp(viewHash, key, seq), seq, view: rule.view.id };
 }
 
 /**

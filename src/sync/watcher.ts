@@ -3,10 +3,12 @@ import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
   objectKey,
+  packValues,
   parseObjectKey,
   planRepair,
   resourceName,
   UNKNOWN_LAYERS,
+  valuesText,
   type Layers,
   type Policy,
   type RepairInput,
@@ -135,7 +137,11 @@ export class Watcher {
   /** Loads the store (unless given its snapshot), then lists every guarded resource; resolves once all are listed. */
   async start(loaded?: Snapshot): Promise<void> {
     const snapshot = loaded ?? (await this.d.store.load());
-    for (const [key, entry] of snapshot.entries) this.d.cache.set(key, entry);
+    // Packed in place: the store's own copy of the state holds these same entries.
+    for (const [key, entry] of snapshot.entries) {
+      entry.valuesJson = packValues(valuesText(entry.valuesJson), entry.valuesJson);
+      this.d.cache.set(key, entry);
+    }
     this.writer.loaded(snapshot.entries);
     for (const [key, tombstone] of snapshot.tombstones) this.d.cache.recordTombstone(key, tombstone);
     this.d.logger.info('canonical state loaded', { store: this.d.store.description, entries: snapshot.entries.size, tombstones: snapshot.tombstones.size });

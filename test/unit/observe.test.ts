@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from '@jest/globals';
-import { attributeChange, attributeDelete, observe, resolve, STAMP_ANNOTATION, UNKNOWN_LAYERS, type CanonicalEntry, type Layers } from '../../src/guard/index.js';
+import { attributeChange, attributeDelete, entryValues, observe, valuesText, packValues, resolve, STAMP_ANNOTATION, UNKNOWN_LAYERS, type CanonicalEntry, type Layers } from '../../src/guard/index.js';
 import type { KubeObject } from '../../src/kube/index.js';
 import { context, keyOf, review, setTargetRevision, stamp, type TestContext } from '../helpers/admission.js';
 
@@ -38,7 +38,7 @@ describe('observe (what the watcher makes of an object)', () => {
     expect(entry.stamp).toBe(object.metadata!.annotations![STAMP_ANNOTATION]);
     expect(entry.seq).toBe(t.ctx.now - 1000);
     expect(entry.knownAt).toBe('100');
-    expect(JSON.parse(entry.valuesJson)['/spec'].source.targetRevision).toBe('HEAD');
+    expect(entryValues(entry)['/spec'].source.targetRevision).toBe('HEAD');
     expect(entry.annotations).toEqual({ [STAMP_ANNOTATION]: entry.stamp });
   });
 
@@ -77,7 +77,7 @@ describe('observe (what the watcher makes of an object)', () => {
     const key = keyOf(request);
     const first = observe(object, rule, key, undefined, undefined, t.stamper);
     if (first.kind !== 'learn') throw new Error(`expected learn, got ${first.kind}`);
-    expect(first.entry.valuesJson.length).toBeGreaterThan(5000);
+    expect(valuesText(first.entry.valuesJson).length).toBeGreaterThan(5000);
     gc();
     const before = process.memoryUsage().heapUsed;
     // 2,000 later versions (status updates), each learned while the first entry is kept, as a store keeps what it wrote.
@@ -233,5 +233,21 @@ describe('attribution by continuity', () => {
     expect(attributeDelete(layers('110', undefined, '110'), entry)).toBe('unattributed');
     // Revisions that are not numbers vouch for nothing.
     expect(attributeDelete(layers('x', undefined, 'y'), entry)).toBe('unattributed');
+  });
+});
+
+describe('packed canonical values', () => {
+  it('hold a 5 KB value in a fraction of it, read back exactly, and serialize as the JSON text the stores always wrote', () => {
+    const json = JSON.stringify({ '/spec': { source: { helm: { parameters: Array.from({ length: 80 }, (_, p) => ({ name: `component${p}.replicas`, value: `${p}-${'x'.repeat(20)}` })) } } } });
+    const packed = packValues(json);
+    expect((packed as unknown as { deflated: Buffer }).deflated.length).toBeLessThan(json.length / 4);
+    expect(packed.json).toBe(json);
+    const entry = { viewHash: 'h', valuesJson: packed, stamp: 's', resourceVersion: '1', uid: 'u', apiVersion: 'v1', kind: 'K' };
+    expect(JSON.parse(JSON.stringify(entry)).valuesJson).toBe(json);
+    expect(entryValues(entry)).toEqual(JSON.parse(json));
+    // The same text again keeps the one copy; another text is packed anew.
+    expect(packValues(json, packed)).toBe(packed);
+    expect(packValues(json.replace('x', 'y'), packed)).not.toBe(packed);
+    expect(valuesText(json)).toBe(json);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import jsonpatch from 'fast-json-patch';
-import { observe, planRepair, SELECTION, STAMP_ANNOTATION, type CanonicalEntry, type Layers, type RepairInput, type RepairPlan } from '../../src/guard/index.js';
+import { entryValues, observe, planRepair, SELECTION, STAMP_ANNOTATION, type CanonicalEntry, type Layers, type RepairInput, type RepairPlan } from '../../src/guard/index.js';
 import type { KubeObject } from '../../src/kube/index.js';
 import { context, keyOf, review, setTargetRevision, stamp, type TestContext } from '../helpers/admission.js';
 
@@ -75,7 +75,7 @@ describe('the repair plan (pure: what the watcher does about one version)', () =
     const plan = planRepair(input(t, key, changed, entry, { layers: layers('90') }));
     expect(plan).toMatchObject({ kind: 'keep', store: true, endFight: true, purpose: 'restamp', drifted: false });
     if (plan.kind !== 'keep') return;
-    expect(JSON.parse(plan.entry.valuesJson)['/spec'].source.targetRevision).toBe('my-branch');
+    expect(entryValues(plan.entry)['/spec'].source.targetRevision).toBe('my-branch');
     expect(plan.stamp).toEqual([{ op: 'add', path: expect.stringContaining('spec-guard'), value: plan.entry.stamp }]);
   });
 

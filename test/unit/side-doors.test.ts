@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { decide, observe, resolve, STAMP_ANNOTATION, UNKNOWN_LAYERS } from '../../src/guard/index.js';
+import { decide, entryValues, observe, resolve, STAMP_ANNOTATION, UNKNOWN_LAYERS } from '../../src/guard/index.js';
 import type { AdmissionRequest, KubeObject } from '../../src/kube/index.js';
 import { context, keyOf, review, stamp } from '../helpers/admission.js';
 
@@ -175,7 +175,7 @@ describe('upgrading from a spec-guard that guarded /spec alone', () => {
     expect(adopted.kind).toBe('learn');
     if (adopted.kind === 'learn') {
       expect(adopted.entry.view).toBe(rule.view.id);
-      expect(JSON.parse(adopted.entry.valuesJson)).toMatchObject({ '/operation': { sync: { revision: 'v2' } }, '/metadata/finalizers': ['resources-finalizer.argocd.argoproj.io'] });
+      expect(entryValues(adopted.entry)).toMatchObject({ '/operation': { sync: { revision: 'v2' } }, '/metadata/finalizers': ['resources-finalizer.argocd.argoproj.io'] });
       expect(t.stamper.verify(adopted.entry.stamp, key)).toBe(adopted.entry.viewHash);
     }
     (object.spec as Record<string, any>).source.targetRevision = 'evil';

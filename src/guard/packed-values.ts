@@ -1,0 +1,44 @@
+import { hash } from 'node:crypto';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+
+/**
+ * An entry's guarded values (JSON text) kept deflated in memory: every guarded object holds
+ * one, for as long as spec-guard runs, and only the rare paths read it (a change to compare,
+ * a revert, a recreate, a store write). Serialized (`JSON.stringify` of an entry, as both
+ * stores write them) it is the JSON text again, so a stored state reads the same with or
+ * without packing, in this version and the ones before.
+ */
+export class PackedValues {
+  private constructor(
+    private readonly deflated: Buffer,
+    /** sha256 of the text: equal values are recognised without inflating. */
+    readonly digest: string,
+  ) {}
+
+  static of(json: string): PackedValues {
+    // A copy: zlib's result is a view into a buffer of its chunk size (16 KB), kept alive by it.
+    return new PackedValues(Buffer.from(deflateRawSync(json, { level: 1 })), digestOf(json));
+  }
+
+  get json(): string {
+    return inflateRawSync(this.deflated).toString('utf8');
+  }
+
+  /** What `JSON.stringify` writes for it: the JSON text, as a string. */
+  toJSON(): string {
+    return this.json;
+  }
+}
+
+const digestOf = (json: string) => hash('sha256', json, 'base64');
+
+/** An entry's values as JSON text, packed or not (entries read from a store are not). */
+export type ValuesJson = string | PackedValues;
+
+export const valuesText = (values: ValuesJson): string => (typeof values === 'string' ? values : values.json);
+
+/** The packed form of `json`, or `known` when it holds the same text (one copy kept, nothing deflated). */
+export function packValues(json: string, known?: ValuesJson): PackedValues {
+  if (known instanceof PackedValues && known.digest === digestOf(json)) return known;
+  return PackedValues.of(json);
+}
