@@ -1,11 +1,13 @@
 // bench/apiserver-overhead: latency of Application UPDATEs through a real kube-apiserver,
-// side by side in one run, under four admission set-ups:
+// side by side in one run, under six admission set-ups:
 //   none                 no admission object
 //   policy               spec-guard's ValidatingAdmissionPolicy and binding only (layer 0)
 //   policy + spec-guard  everything spec-guard registers, spec-guard serving
 //   Go webhook           a minimal Go webhook (bench/go-webhook) registered as spec-guard's webhooks are
 //   Go + stamp patch     the same, answering trusted writes with a patch of the stamp's size and shape:
 //                        what the patch costs the apiserver, apart from what computes it
+//   Go, HTTP/1.1 + patch the same over HTTP/1.1 only, as a Node.js https server speaks (Go's serves
+//                        HTTP/2 to the apiserver): what the protocol costs, apart from the server
 // Writes: untrusted spec changes (denied) and the agent's trusted spec updates (admitted; stamped by
 // spec-guard). Rounds repeat the set-ups in turn so that a noisy machine hits them alike.
 import { spawn } from 'node:child_process';
@@ -76,12 +78,15 @@ async function main(): Promise<void> {
   const go = spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${goPort}`, GO_TRUSTED_USER], { stdio: 'ignore' });
   const goPatchPort = await freePort();
   const goPatch = spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${goPatchPort}`, GO_TRUSTED_USER, 'stamp-patch'], { stdio: 'ignore' });
+  const goHttp1Port = await freePort();
+  const goHttp1 = spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${goHttp1Port}`, GO_TRUSTED_USER, 'stamp-patch'], { stdio: 'ignore', env: { ...process.env, GODEBUG: 'http2server=0' } });
   const policy = new Policy(parseConfig(CONFIG, 'bench.yaml'), 'system:serviceaccount:spec-guard:spec-guard');
   const rendered = renderAdmissionObjects(policy, { endpoint: { url: `https://127.0.0.1:${goPort}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
   const layer0 = { ValidatingAdmissionPolicy: rendered.ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding: rendered.ValidatingAdmissionPolicyBinding };
   const webhooksAt = (port: number) => renderAdmissionObjects(new Policy(parseConfig(`${CONFIG}admissionPolicy: false\n`, 'bench.yaml')), { endpoint: { url: `https://127.0.0.1:${port}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
   const webhooksOnly = webhooksAt(goPort);
   const stampPatching = webhooksAt(goPatchPort);
+  const overHttp1 = webhooksAt(goHttp1Port);
 
   await clear(kube);
   await kube.request('DELETE', APPS).catch(() => undefined);
@@ -103,6 +108,7 @@ async function main(): Promise<void> {
     },
     { name: 'Go webhook', up: async () => (await register(kube, webhooksOnly), async () => clear(kube)) },
     { name: 'Go + stamp patch', up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
+    { name: 'Go, HTTP/1.1 + patch', up: async () => (await register(kube, overHttp1), async () => clear(kube)) },
   ];
   const results = new Map<string, { untrusted: number[]; trusted: number[]; refused: number; admittedUntrusted: number }>();
   try {
@@ -148,9 +154,13 @@ async function main(): Promise<void> {
       `  → the stamp patch alone (the Go webhook answering with one of its size): trusted added p50 ${added('Go + stamp patch').toFixed(1)} ms vs ${added('Go webhook').toFixed(1)} ms without: ` +
         `${(added('Go + stamp patch') - added('Go webhook')).toFixed(1)} ms of the apiserver's per trusted write are the patch's, whoever computes it`,
     );
+    console.log(
+      `  → HTTP/1.1 (what a Node.js https server speaks) instead of HTTP/2, the same Go webhook and patch: trusted added p50 ${added('Go, HTTP/1.1 + patch').toFixed(1)} ms vs ${added('Go + stamp patch').toFixed(1)} ms; spec-guard ${added('policy + spec-guard').toFixed(1)} ms`,
+    );
   } finally {
     go.kill();
     goPatch.kill();
+    goHttp1.kill();
     kube.close();
     if (!process.env.BENCH_KEEP) controlPlaneDown();
   }

@@ -31,7 +31,17 @@ export interface CanonicalEntry {
   view?: string;
 }
 
-export const entryValues = (entry: CanonicalEntry): GuardedValues => parseJson(valuesText(entry.valuesJson)) as GuardedValues;
+/**
+ * The last values read, by the entry they came from: deciding one change reads them up to
+ * three times (compare, attribute, revert), each an inflate and a parse otherwise. One slot:
+ * parsed values are what the packing keeps out of memory. Callers never modify them.
+ */
+let lastRead: { valuesJson: ValuesJson; values: GuardedValues } | undefined;
+
+export function entryValues(entry: CanonicalEntry): GuardedValues {
+  if (lastRead?.valuesJson !== entry.valuesJson) lastRead = { valuesJson: entry.valuesJson, values: parseJson(valuesText(entry.valuesJson)) as GuardedValues };
+  return lastRead.values;
+}
 
 /** What admission needs of the cache: read only. */
 export interface CanonicalLookup {
