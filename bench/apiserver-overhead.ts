@@ -10,7 +10,7 @@
 //                        HTTP/2 to the apiserver): what the protocol costs, apart from the server
 // Writes: untrusted spec changes (denied) and the agent's trusted spec updates (admitted; stamped by
 // spec-guard). Rounds repeat the set-ups in turn so that a noisy machine hits them alike.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -73,13 +73,17 @@ async function main(): Promise<void> {
   const tls = createServingCert(ca, ['127.0.0.1']);
   writeFileSync(join(dir, 'tls.crt'), tls.cert);
   writeFileSync(join(dir, 'tls.key'), tls.key);
-  const goPort = await freePort();
   const goBinary = buildGoWebhook();
-  const go = spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${goPort}`, GO_TRUSTED_USER], { stdio: 'ignore' });
-  const goPatchPort = await freePort();
-  const goPatch = spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${goPatchPort}`, GO_TRUSTED_USER, 'stamp-patch'], { stdio: 'ignore' });
-  const goHttp1Port = await freePort();
-  const goHttp1 = spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${goHttp1Port}`, GO_TRUSTED_USER, 'stamp-patch'], { stdio: 'ignore', env: { ...process.env, GODEBUG: 'http2server=0' } });
+  const goPeers: ChildProcess[] = [];
+  /** A Go webhook on a port of its own (`stamp-patch`: answering trusted writes with the stamp's patch). */
+  const startGo = async (mode: string[] = [], env: Record<string, string> = {}) => {
+    const port = await freePort();
+    goPeers.push(spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${port}`, GO_TRUSTED_USER, ...mode], { stdio: 'ignore', env: { ...process.env, ...env } }));
+    return port;
+  };
+  const goPort = await startGo();
+  const goPatchPort = await startGo(['stamp-patch']);
+  const goHttp1Port = await startGo(['stamp-patch'], { GODEBUG: 'http2server=0' });
   const policy = new Policy(parseConfig(CONFIG, 'bench.yaml'), 'system:serviceaccount:spec-guard:spec-guard');
   const rendered = renderAdmissionObjects(policy, { endpoint: { url: `https://127.0.0.1:${goPort}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
   const layer0 = { ValidatingAdmissionPolicy: rendered.ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding: rendered.ValidatingAdmissionPolicyBinding };
@@ -158,9 +162,7 @@ async function main(): Promise<void> {
       `  → HTTP/1.1 (what a Node.js https server speaks) instead of HTTP/2, the same Go webhook and patch: trusted added p50 ${added('Go, HTTP/1.1 + patch').toFixed(1)} ms vs ${added('Go + stamp patch').toFixed(1)} ms; spec-guard ${added('policy + spec-guard').toFixed(1)} ms`,
     );
   } finally {
-    go.kill();
-    goPatch.kill();
-    goHttp1.kill();
+    for (const peer of goPeers) peer.kill();
     kube.close();
     if (!process.env.BENCH_KEEP) controlPlaneDown();
   }

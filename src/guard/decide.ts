@@ -30,8 +30,7 @@ export interface DecisionContext {
 }
 
 interface Canonical {
-  /** Read when compared: a cache entry's are inflated and parsed then. */
-  values: () => GuardedValues;
+  values: GuardedValues;
   /** False when nothing vouches for it: the stored object as it is. */
   known: boolean;
 }
@@ -63,12 +62,11 @@ const SELECTION_POINTER = '/metadata (its selection: name, labels or annotations
 function resolveCanonical(rule: Rule, key: string, old: KubeObject, ctx: DecisionContext): Canonical {
   const entry = ctx.canonical.get(key);
   if (entry && entry.resourceVersion === old.metadata?.resourceVersion) {
-    return { values: () => entryValues(entry), known: true };
+    return { values: entryValues(entry), known: true };
   }
-  const oldValues = () => rule.view.valuesOf(old);
-  if (freshlyStamped(rule, key, old, ctx)) return { values: oldValues, known: true };
-  if (entry) return { values: () => entryValues(entry), known: true };
-  return { values: oldValues, known: false };
+  if (freshlyStamped(rule, key, old, ctx)) return { values: rule.view.valuesOf(old), known: true };
+  if (entry) return { values: entryValues(entry), known: true };
+  return { values: rule.view.valuesOf(old), known: false };
 }
 
 /** Does `object` carry a valid stamp for its view that is the newest trusted write known? */
@@ -194,7 +192,7 @@ function changedByWrite(req: AdmissionRequest, rule: Rule, canonical: Canonical,
   // The walk is the comparison. Hashing the view first ("unchanged" without a walk) cost more
   // than the walk (serializing and hashing 25 KB), and the CEL match conditions send the
   // webhook only writes that change a guarded path: nearly every one would walk anyway.
-  const guarded = rule.view.changedPointers(canonical.values(), object);
+  const guarded = rule.view.changedPointers(canonical.values, object);
   const consumer = ownership.isConsumer(req.userInfo);
   const changed = consumer ? guarded.filter((p) => !ownership.consumerMay(p)) : guarded;
   const consumerDoors = consumer ? [] : ownership.changedConsumerDoors(old, object);
@@ -227,7 +225,7 @@ function decideUpdate(req: AdmissionRequest, webhook: Webhook, rule: Rule, key: 
       kind: 'allow',
       reason: 'rewritten',
       patch: [
-        ...rule.view.restoreOps(canonical.values(), object),
+        ...rule.view.restoreOps(canonical.values, object),
         ...consumerDoorRestoreOps(rule, consumerDoors, old, object),
         ...(changed.includes(STAMP_POINTER) ? stampPatch(object, stampOf(old)) : []),
         ...(changed.includes(SELECTION_POINTER) ? selectionRestoreOps(ctx.policy.selectionKeys(req.resource.group, req.resource.resource), old.metadata ?? {}, object.metadata ?? {}) : []),

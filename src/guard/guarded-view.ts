@@ -152,9 +152,8 @@ export class GuardedView {
     for (const path of this.paths) {
       const wanted = canonical[path.pointer];
       const present = getAt(incoming, path.tokens);
-      const members: PatchOp[] = [];
-      const byMember = wanted !== undefined && present !== undefined && membersToRestore(wanted, present, path.ignore, [...path.tokens], members);
-      ops.push(...(byMember ? members : this.restoreWhole(path, wanted, incoming)));
+      const members = wanted !== undefined && present !== undefined ? memberOps(path, wanted, present) : undefined;
+      ops.push(...(members ?? this.restoreWhole(path, wanted, incoming)));
     }
     return ops;
   }
@@ -214,50 +213,39 @@ function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string
 const MAX_MEMBER_OPS = 64;
 
 /**
- * Appends the operations that turn `present` into `wanted` member by member; false when that
- * is not the way (too many, or an ignored member below a value that must be replaced whole).
+ * The operations that turn `present` into `wanted` member by member, where the raw diff walk
+ * finds them; undefined when that is not the way: too many, or a member to be set whole with
+ * an ignored member below it (it would take the canonical value of what is not guarded).
  */
-function membersToRestore(wanted: unknown, present: unknown, ignore: IgnoreTree | undefined, at: string[], out: PatchOp[]): boolean {
-  if (wanted === present) return true;
-  if (at.length > MAX_DEPTH) throw new TooDeepError();
-  if (isPlainObject(wanted) && isPlainObject(present)) {
-    for (const key in wanted) {
-      const sub = ignore?.[key];
-      if (sub === true) continue;
-      at.push(key);
-      const ok = key in present ? membersToRestore(wanted[key], present[key], sub, at, out) : add(out, at, wanted[key]);
-      at.pop();
-      if (!ok) return false;
-    }
-    for (const key in present) {
-      if (ignore?.[key] === true || key in wanted) continue;
-      at.push(key);
-      out.push({ op: 'remove', path: formatPointer(at) });
-      at.pop();
-    }
-    return out.length <= MAX_MEMBER_OPS;
+function memberOps(path: GuardedPath, wanted: unknown, present: unknown): PatchOp[] | undefined {
+  const changed: string[] = [];
+  try {
+    diff(wanted, present, path.ignore, [...path.tokens], changed);
+  } catch (err) {
+    // A drifted value deeper than a guard compares: restored whole, never serialized.
+    if (err instanceof TooDeepError) return undefined;
+    throw err;
   }
-  if (Array.isArray(wanted) && Array.isArray(present) && wanted.length === present.length) {
-    for (let i = 0; i < wanted.length; i++) {
-      const sub = ignore?.[String(i)];
-      if (sub === true) continue;
-      at.push(String(i));
-      const ok = membersToRestore(wanted[i], present[i], sub, at, out);
-      at.pop();
-      if (!ok) return false;
-    }
-    return true;
+  if (changed.length > MAX_MEMBER_OPS) return undefined;
+  const ops: PatchOp[] = [];
+  for (const pointer of changed) {
+    const below = parsePointer(pointer).slice(path.tokens.length);
+    if (ignoredWithin(path.ignore, below)) return undefined;
+    const value = getAt(wanted, below);
+    if (value === undefined) ops.push({ op: 'remove', path: pointer });
+    else ops.push({ op: getAt(present, below) === undefined ? 'add' : 'replace', path: pointer, value });
   }
-  if (canonicalJson(wanted, ignore) === canonicalJson(present, ignore)) return true;
-  // Replaced whole, an ignored member below would take the canonical value: not this way.
-  if (ignore !== undefined) return false;
-  out.push({ op: 'replace', path: formatPointer(at), value: wanted });
-  return out.length <= MAX_MEMBER_OPS;
+  return ops;
 }
 
-function add(out: PatchOp[], at: string[], value: unknown): boolean {
-  if (value !== undefined) out.push({ op: 'add', path: formatPointer(at), value });
-  return out.length <= MAX_MEMBER_OPS;
+/** Does the ignore tree reach below `tokens` (an ignored member inside the value there)? */
+function ignoredWithin(tree: IgnoreTree | undefined, tokens: string[]): boolean {
+  let node: IgnoreTree | true | undefined = tree;
+  for (const token of tokens) {
+    if (node === undefined || node === true) return false;
+    node = node[token];
+  }
+  return node !== undefined && node !== true;
 }
 
 /** A deep copy of `canonical` where each ignored pointer carries the value from `incoming`. */

@@ -217,8 +217,7 @@ export class Metrics {
   timeReview(webhook: string): () => void {
     let child = this.reviewTimers.get(webhook);
     if (!child) this.reviewTimers.set(webhook, (child = this.admissionLatency.labels({ webhook })));
-    const started = process.hrtime.bigint();
-    return () => child.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    return child.startTimer();
   }
 
   countReview(webhook: string, operation: string, resource: string, decision: string): void {

@@ -3,12 +3,11 @@ import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
   objectKey,
-  packValues,
+  PackedValues,
   parseObjectKey,
   planRepair,
   resourceName,
   UNKNOWN_LAYERS,
-  valuesText,
   type Layers,
   type Policy,
   type RepairInput,
@@ -139,7 +138,7 @@ export class Watcher {
     const snapshot = loaded ?? (await this.d.store.load());
     // Packed in place: the store's own copy of the state holds these same entries.
     for (const [key, entry] of snapshot.entries) {
-      entry.valuesJson = packValues(valuesText(entry.valuesJson), entry.valuesJson);
+      if (typeof entry.valuesJson === 'string') entry.valuesJson = PackedValues.of(entry.valuesJson);
       this.d.cache.set(key, entry);
     }
     this.writer.loaded(snapshot.entries);

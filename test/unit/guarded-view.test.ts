@@ -115,6 +115,7 @@ describe('revert operations (only the members that differ)', () => {
     ['a shape changed (object to string)', (o) => ((o.spec as Record<string, unknown>).source = 'evil')],
     ['the ignored member changed, and another beside it', (o) => ((o.spec.ignored = 'changed'), (o.spec.nested.keep = 3))],
     ['a block holding an ignored member replaced by a scalar', (o) => ((o.spec as Record<string, unknown>).nested = 5)],
+    ['a block holding an ignored member removed', (o) => delete (o.spec as Partial<typeof o.spec>).nested],
     ['a finalizer added', (o) => o.metadata.finalizers.push('evil')],
     ['the finalizers removed', (o) => ((o.metadata as Record<string, unknown>).finalizers = undefined)],
     ['100 parameters changed (restored whole)', (o) => o.spec.source.helm.parameters.slice(0, 100).forEach((p) => (p.value = 'evil'))],
