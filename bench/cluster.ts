@@ -16,7 +16,10 @@ export const AGENT = { 'Impersonate-User': 'system:serviceaccount:argocd:argocd-
 export const ALICE = { 'Impersonate-User': 'alice', 'Impersonate-Group': 'developers' };
 export const APPS = '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications';
 
-const controlPlaneEnv = { ...process.env, CP_NAME: 'bench', CP_APISERVER_PORT: '46443', CP_ETCD_PORT: '42379' };
+const APISERVER_PORT = '46443';
+/** The bench control plane's apiserver. */
+export const APISERVER = `https://127.0.0.1:${APISERVER_PORT}`;
+const controlPlaneEnv = { ...process.env, CP_NAME: 'bench', CP_APISERVER_PORT: APISERVER_PORT, CP_ETCD_PORT: '42379' };
 
 export function controlPlaneUp(): { admin: string; self: string } {
   const admin = execFileSync('bash', [`${root}scripts/control-plane.sh`, 'up'], { env: controlPlaneEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();

@@ -2,11 +2,14 @@
 // spec-guard's revert being stored, through a real kube-apiserver: 200 drifts one after the
 // other, then 1,000 Applications of ~5 KB drifted at once (BENCH_BURST), beside the
 // apiserver's own time for the same writes without spec-guard.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlanePids, controlPlaneUp, inParallel, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
-import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany } from './burst.js';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AGENT, ALICE, APISERVER, APPS, adminClient, application, controlPlaneDown, controlPlanePids, controlPlaneUp, inParallel, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
+import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany, type BurstResult } from './burst.js';
+import { buildGoReverter } from './go-peer.js';
 import { cdfChart, savePicture } from './svg.js';
 import { processCpuMicros } from './process-cpu.js';
 
@@ -84,6 +87,10 @@ async function main(): Promise<void> {
     const cpuMsPerRevert = (processCpuMicros(sg.child.pid!) - cpuBefore) / 1000 / Math.max(1, burst.latencies.length);
     await sg.stop();
     const alone = await patchMany(kube, ALICE, burstNames, 'evil-again');
+    // The floor: the same burst reverted by a bare Node.js watcher (bench/bare-reverter.ts)
+    // that keeps 'evil-again' and does only the I/O a revert needs; then by its Go peer.
+    const bare = await peerBurst(kube, admin, self, process.execPath, [fileURLToPath(new URL('./bare-reverter.js', import.meta.url))], 'evil-bare');
+    const go = await peerBurst(kube, admin, self, buildGoReverter(), [], 'evil-go');
 
     const f = (n: number) => n.toFixed(1);
     console.log(`bench/revert: ${DRIFTS} Applications drifted one after the other, each reverted by spec-guard's watcher (no admission object registered)`);
@@ -92,6 +99,8 @@ async function main(): Promise<void> {
     const own = ownRevertTimes(sg.logFile, burstNames);
     console.log(`${BURST} Applications of ~5 KB drifted at once (${CONCURRENCY} PATCHes at a time), spec-guard CPU ${cpuMsPerRevert.toFixed(2)} ms per revert:\n${describeBurst(burst, BURST, own)}`);
     console.log(`the same ${BURST} PATCHes without spec-guard: ${(alone.ms / 1000).toFixed(1)} s (${((BURST * 1000) / alone.ms).toFixed(0)}/s, p50 ${percentile(alone.latencies, 50).toFixed(0)} ms, p99 ${percentile(alone.latencies, 99).toFixed(0)} ms)`);
+    const peer = (r: PeerBurst) => `${r.cpuMsPerRevert.toFixed(2)} ms CPU per revert (spec-guard ${(cpuMsPerRevert / r.cpuMsPerRevert).toFixed(2)}× that); ${r.burst.latencies.length} of ${BURST} reverted, each drift stayed p50 ${percentile(r.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(r.burst.latencies, 99).toFixed(0)} ms`;
+    console.log(`the same burst reverted by the smallest watcher that reverts (list once, parse every watch event, one JSON patch and one Event per drift; no attribution, stamps, store or logs):\n  bare Node.js (bench/bare-reverter.ts, node:https): ${peer(bare)}\n  Go (bench/go-reverter, encoding/json into a struct of the fields it reads, net/http over HTTP/2): ${peer(go)}`);
     const picture = cdfChart(`bench:revert: ${BURST} drifts at once, reverted; beside the apiserver's own PATCH latency`, 'ms', [
       { label: 'drift to revert (watch to watch)', values: burst.latencies },
       { label: "spec-guard's own share of a revert", values: own.own },
@@ -102,6 +111,33 @@ async function main(): Promise<void> {
     await sg.stop();
     kube.close();
     if (!process.env.BENCH_KEEP) controlPlaneDown();
+  }
+}
+
+interface PeerBurst {
+  burst: BurstResult;
+  cpuMsPerRevert: number;
+}
+
+/**
+ * A peer reverter (`command` `args` SERVER CA CERT KEY NAMESPACE) as spec-guard's identity:
+ * started, the burst drifted to `revision` and reverted by it, its CPU per revert counted as
+ * spec-guard's is (the burst and 3 s after it), stopped.
+ */
+async function peerBurst(kube: Awaited<ReturnType<typeof adminClient>>, admin: string, selfKubeconfig: string, command: string, args: string[], revision: string): Promise<PeerBurst> {
+  const pki = join(dirname(selfKubeconfig), 'pki');
+  const child = spawn(command, [...args, APISERVER, join(pki, 'ca.crt'), join(pki, 'spec-guard.crt'), join(pki, 'spec-guard.key'), 'argocd'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.once('data', () => resolve());
+      child.once('exit', (code) => reject(new Error(`${command} exited (${code})`)));
+    });
+    const before = processCpuMicros(child.pid!);
+    const burst = await driftBurst(kube, ALICE, burstNames, revision, { ...controlPlanePids(admin), peer: child.pid! });
+    await sleep(3000);
+    return { burst, cpuMsPerRevert: (processCpuMicros(child.pid!) - before) / 1000 / Math.max(1, burst.latencies.length) };
+  } finally {
+    child.kill();
   }
 }
 

@@ -127,6 +127,12 @@ export function observe(
   }
   const meta = object.metadata ?? {};
   const stamp = meta.annotations?.[STAMP_ANNOTATION];
+  // The stamped value seen again on the same copy (a status update, a relist, a revert coming
+  // back): in sync, as learning it again would conclude, without reading the stamp or
+  // building a new entry. A tombstone or an entry of another view takes the long way.
+  if (previous && !tombstone && stamp === previous.stamp && previous.seq !== undefined && previous.view === rule.view.id && previous.viewHash === view.hash && (!previous.uid || previous.uid === meta.uid)) {
+    return { kind: 'in-sync', entry: inSync(previous, object), restoreStamp: false };
+  }
   const claim = stamper.read(stamp, key);
   if (claim && claim.hash === view.hash && isFresh(claim, object, previous, tombstone)) {
     return { kind: 'learn', entry: entryFrom(object, rule, view.hash, stamp!, claim.seq, previous) };
@@ -137,14 +143,16 @@ export function observe(
     if (adopted.viewHash === view.hash) return { kind: 'learn', entry: { ...adopted, resourceVersion: meta.resourceVersion ?? '', uid: meta.uid ?? adopted.uid } };
     previous = adopted;
   }
-  if (previous && previous.viewHash === view.hash) {
-    const rv = meta.resourceVersion ?? '';
-    const entry = { ...previous, uid: meta.uid ?? previous.uid, resourceVersion: rv, knownAt: laterRevision(previous.knownAt ?? previous.resourceVersion, rv) };
-    return { kind: 'in-sync', entry, restoreStamp: stamp !== previous.stamp };
-  }
+  if (previous && previous.viewHash === view.hash) return { kind: 'in-sync', entry: inSync(previous, object), restoreStamp: stamp !== previous.stamp };
   const sameCopy = previous && (!previous.uid || previous.uid === meta.uid) ? previous : undefined;
   const changed = previous ? rule.view.changedPointers(entryValues(previous), object) : rule.view.pointers;
   return { kind: 'changed', entry: sameCopy, previous, changed, viewHash: view.hash };
+}
+
+/** `previous` as held by this version of the object: its uid and revision, known canonical as of it (never earlier than before). */
+function inSync(previous: CanonicalEntry, object: KubeObject): CanonicalEntry {
+  const rv = object.metadata?.resourceVersion ?? '';
+  return { ...previous, uid: object.metadata?.uid ?? previous.uid, resourceVersion: rv, knownAt: laterRevision(previous.knownAt ?? previous.resourceVersion, rv) };
 }
 
 /** In warn mode untrusted writers are admitted: the guard layer vouches for nothing. */

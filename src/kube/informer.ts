@@ -11,6 +11,8 @@ export interface InformerEvent<T, C> {
   previous?: C;
   /** For an object from a list: the revision the list is a consistent snapshot of. */
   listedAt?: string;
+  /** For an object from a list: the list's number (see `listsBegun`). */
+  list?: number;
 }
 
 export interface InformerOptions<T, C> extends ReflectorOptions {
@@ -25,10 +27,10 @@ export interface InformerOptions<T, C> extends ReflectorOptions {
   known?: () => Iterable<[string, C]>;
   onRestart?: (reason: string) => void;
   /**
-   * After each complete (re)list, once its events (DELETED ones included) were handled; not
-   * after one a resync superseded while it ran (the list that follows calls it).
+   * After each complete (re)list, with its number, once its events (DELETED ones included)
+   * were handled; not after one a resync superseded while it ran (the list that follows calls it).
    */
-  onListed?: () => void;
+  onListed?: (list: number) => void;
 }
 
 const defaultKey = (object: ListedObject) => {
@@ -57,7 +59,7 @@ export class Informer<T extends ListedObject, C = T> {
     this.keyOf = options.keyOf ?? defaultKey;
     this.project = options.project ?? ((object) => object as unknown as C);
     this.reflector = new Reflector<T>(kube, options, {
-      onListPage: (items, last, revision, first, superseded) => this.onListPage(items, last, revision, first, superseded),
+      onListPage: (items, last, revision, first, superseded, list) => this.onListPage(items, last, revision, first, superseded, list),
       onEvent: (type, object) => this.onEvent(type, object),
       onRestart: options.onRestart,
     });
@@ -81,6 +83,11 @@ export class Informer<T extends ListedObject, C = T> {
     return this.reflector.hasSynced;
   }
 
+  /** Lists begun so far, one in progress included: a resync asked for now is answered by list `listsBegun + 1` or a later one. */
+  get listsBegun(): number {
+    return this.reflector.listsBegun;
+  }
+
   get(key: string): C | undefined {
     return this.cache.get(key);
   }
@@ -101,7 +108,7 @@ export class Informer<T extends ListedObject, C = T> {
     return this.cache.size;
   }
 
-  private onListPage(items: T[], last: boolean, revision: string, first: boolean, superseded: boolean): void {
+  private onListPage(items: T[], last: boolean, revision: string, first: boolean, superseded: boolean, list: number): void {
     if (first || !this.listing) {
       this.listing = new Set();
       for (const [key, value] of this.options.known?.() ?? []) if (!this.cache.has(key)) this.cache.set(key, value);
@@ -109,7 +116,7 @@ export class Informer<T extends ListedObject, C = T> {
     for (const object of items) {
       const key = this.keyOf(object);
       this.listing.add(key);
-      this.take(this.cache.has(key) ? 'MODIFIED' : 'ADDED', key, object, revision);
+      this.take(this.cache.has(key) ? 'MODIFIED' : 'ADDED', key, object, { listedAt: revision, list });
     }
     if (!last) return;
     const present = this.listing;
@@ -119,17 +126,17 @@ export class Informer<T extends ListedObject, C = T> {
       this.cache.delete(key);
       this.handler({ type: 'DELETED', key, previous });
     }
-    if (!superseded) this.options.onListed?.();
+    if (!superseded) this.options.onListed?.(list);
   }
 
   private onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void {
     this.take(type, this.keyOf(object), object);
   }
 
-  private take(type: InformerEvent<T, C>['type'], key: string, object: T, listedAt?: string): void {
+  private take(type: InformerEvent<T, C>['type'], key: string, object: T, listed?: { listedAt: string; list: number }): void {
     const previous = this.cache.get(key);
     if (type === 'DELETED') this.cache.delete(key);
     else this.cache.set(key, this.project(object));
-    this.handler({ type, key, object, previous, listedAt });
+    this.handler({ type, key, object, previous, ...listed });
   }
 }

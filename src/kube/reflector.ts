@@ -14,9 +14,10 @@ export interface ReflectorHandlers<T extends ListedObject> {
    * memory of a large list to one page at a time. `resourceVersion`: the revision the
    * list is a consistent snapshot of. `first`: the list's first page (a list cut short
    * by an error starts again from its first page). `superseded` (on the last page): a
-   * resync was asked for while this list ran, and another list follows at once.
+   * resync was asked for while this list ran, and another list follows at once. `list`: the
+   * number of the list (lists begun so far, this one included).
    */
-  onListPage(items: T[], last: boolean, resourceVersion: string, first: boolean, superseded: boolean): void;
+  onListPage(items: T[], last: boolean, resourceVersion: string, first: boolean, superseded: boolean, list: number): void;
   onEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void;
   /** A watch ended abnormally and is being restarted. */
   onRestart?(reason: string): void;
@@ -43,6 +44,7 @@ export class Reflector<T extends ListedObject> {
   private stopped = false;
   private synced = false;
   private relistRequested = false;
+  private begun = 0;
 
   constructor(
     private readonly kube: KubeClient,
@@ -52,6 +54,11 @@ export class Reflector<T extends ListedObject> {
 
   get hasSynced(): boolean {
     return this.synced;
+  }
+
+  /** Lists begun so far (one in progress included): the next list is the one after. */
+  get listsBegun(): number {
+    return this.begun;
   }
 
   /** Runs until stop(); resolves after the first list. */
@@ -103,6 +110,7 @@ export class Reflector<T extends ListedObject> {
 
   private async list(): Promise<void> {
     this.relistRequested = false;
+    const list = ++this.begun;
     // A list cut short leaves no revision to watch from: the next attempt lists again.
     this.resourceVersion = undefined;
     let continueToken: string | undefined;
@@ -116,7 +124,7 @@ export class Reflector<T extends ListedObject> {
       continueToken = page.metadata.continue || undefined;
       revision = page.metadata.resourceVersion;
       const last = !continueToken;
-      this.handlers.onListPage(page.items, last, revision, first, last && this.relistRequested);
+      this.handlers.onListPage(page.items, last, revision, first, last && this.relistRequested, list);
       first = false;
     } while (continueToken);
     this.resourceVersion = revision;

@@ -113,8 +113,11 @@ export class Watcher {
   /** Told by the lifecycle (onLeadershipChange): the leader alone writes, sweeps and repairs. */
   private leading = false;
   private started = false;
-  /** Scope prefixes whose relist stores the raised knownAt of objects in sync. */
-  private readonly raisingKnownAt = new Set<string>();
+  /**
+   * Scope prefixes whose relist stores the raised knownAt of objects in sync, with the first list
+   * that does (begun after the layers came into force: one running then would store each object twice).
+   */
+  private readonly raisingKnownAt = new Map<string, number>();
 
   constructor(private readonly d: WatcherDeps) {
     this.writer = new StoreWriter(d.store, d.cache, d.metrics, d.logger);
@@ -160,7 +163,7 @@ export class Watcher {
           // whose recreate was given up): a list without them reports them deleted.
           known: () => this.knownIn(prefix),
           // Objects from this list carry their storeListed flag already.
-          onListed: () => this.raisingKnownAt.delete(prefix),
+          onListed: (list) => list >= (this.raisingKnownAt.get(prefix) ?? Infinity) && this.raisingKnownAt.delete(prefix),
           onRestart: (reason) => {
             this.watchingSince.set(`${group}/${resource}`, Date.now());
             this.d.metrics.watchRestarts.inc({ resource: label });
@@ -198,7 +201,7 @@ export class Watcher {
   onLayersEstablished(): void {
     if (this.stopped || !this.leading) return;
     for (const r of this.resources) {
-      this.raisingKnownAt.add(r.prefix);
+      this.raisingKnownAt.set(r.prefix, r.informer.listsBegun + 1);
       r.informer.resync();
     }
   }
@@ -256,7 +259,7 @@ export class Watcher {
       this.enqueue(scope, event.key, 'DELETED', ghost, undefined, false);
       return;
     }
-    this.enqueue(scope, event.key, event.type, event.object, event.listedAt, event.listedAt !== undefined && this.raisingKnownAt.has(prefix));
+    this.enqueue(scope, event.key, event.type, event.object, event.listedAt, event.list !== undefined && event.list >= (this.raisingKnownAt.get(prefix) ?? Infinity));
   }
 
   private enqueue(gvr: Pick<WatchScope, 'group' | 'version' | 'resource'>, key: string, type: Pending['type'], object: KubeObject, listedAt: string | undefined, storeListed: boolean, namespaceRead = false): void {

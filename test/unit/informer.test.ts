@@ -183,25 +183,30 @@ describe('the informer (a reflector with a cache)', () => {
     informer.stop();
   });
 
-  it('a resync asked for while a list runs (layers coming into force during a long first list) lists again after it; onListed once, after the second', async () => {
+  it('a resync asked for while a list runs (layers coming into force during a long first list) lists again after it; onListed once, after the second; each listed event names its list', async () => {
     const api = new FakeCollection();
     for (const name of ['a', 'b', 'c', 'd']) api.put(name);
     const events: Array<InformerEvent<Obj, unknown>> = [];
-    let listed = 0;
-    const informer = new Informer<Obj>(api.asKube(), { path: '/x', pageSize: 2, onListed: () => listed++ }, record(events));
+    const listed: number[] = [];
+    const informer = new Informer<Obj>(api.asKube(), { path: '/x', pageSize: 2, onListed: (list) => listed.push(list) }, record(events));
     let resynced = false;
+    let answeredBy = 0;
     api.onPage = (page) => {
       if (page === 1 && !resynced) {
         resynced = true;
         api.put('e'); // written after the first list's snapshot
+        // What the watcher notes: the list that answers this resync is the next one begun.
+        answeredBy = informer.listsBegun + 1;
         informer.resync();
       }
     };
     await informer.start();
-    for (let i = 0; i < 100 && listed < 1; i++) await tick(10);
-    expect(listed).toBe(1);
-    // The second list, begun after the resync, shows every object at its revision (6).
-    expect(events.slice(-5).map((e) => [e.key, e.listedAt])).toEqual(['a', 'b', 'c', 'd', 'e'].map((name) => [`ns/${name}`, '6']));
+    for (let i = 0; i < 100 && listed.length < 1; i++) await tick(10);
+    expect(listed).toEqual([2]);
+    expect(answeredBy).toBe(2);
+    // The second list, begun after the resync, shows every object at its revision (6); the first, cut by it, is list 1.
+    expect(events.slice(-5).map((e) => [e.key, e.listedAt, e.list])).toEqual(['a', 'b', 'c', 'd', 'e'].map((name) => [`ns/${name}`, '6', 2]));
+    expect(events.slice(0, 4).map((e) => [e.key, e.list])).toEqual(['a', 'b', 'c', 'd'].map((name) => [`ns/${name}`, 1]));
     informer.stop();
   });
 

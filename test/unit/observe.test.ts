@@ -63,7 +63,7 @@ describe('observe (what the watcher makes of an object)', () => {
     expect(learned.entry.annotations![STAMP_ANNOTATION]).toBe(big.metadata!.annotations![STAMP_ANNOTATION]);
   });
 
-  it('an unchanged stamped object seen again (a status update) shares the known entry\'s value: a store holding the earlier entry does not make the value take twice the memory', () => {
+  it('an unchanged stamped object seen again (a status update) is in sync and shares the known entry\'s value: a store holding the earlier entry does not make the value take twice the memory', () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const t = context();
@@ -84,7 +84,7 @@ describe('observe (what the watcher makes of an object)', () => {
     const learned = Array.from({ length: 2000 }, (_, i) => {
       const later = { ...object, metadata: { ...object.metadata, resourceVersion: String(200 + i) }, status: { reconciledAt: String(i) } };
       const seen = observe(later, rule, key, first.entry, undefined, t.stamper);
-      if (seen.kind !== 'learn') throw new Error(`expected learn, got ${seen.kind}`);
+      if (seen.kind !== 'in-sync') throw new Error(`expected in-sync, got ${seen.kind}`);
       expect(seen.entry.knownAt).toBe(String(200 + i));
       return seen.entry;
     });
@@ -93,6 +93,18 @@ describe('observe (what the watcher makes of an object)', () => {
     // Each value held again would be 2,000 × 5 KB = 10 MB; shared, the entries are a few hundred bytes each.
     expect(grown).toBeLessThan(2000 * 1024);
     expect(learned[1999]!.annotations).toBe(first.entry.annotations);
+  });
+
+  it('the stamped value seen again on the same copy is in sync without verifying the stamp again, never lowering the revision it is known at; a tombstone takes the long way', () => {
+    const { t, object, key, entry } = setup();
+    let reads = 0;
+    const counting = Object.assign(Object.create(t.stamper) as typeof t.stamper, { read: (...args: Parameters<typeof t.stamper.read>) => (reads++, t.stamper.read(...args)) });
+    const listed = { ...entry, knownAt: '500' };
+    const later = { ...object, metadata: { ...object.metadata, resourceVersion: '300' }, status: { reconciledAt: 'now' } };
+    expect(observe(later, t.policy.rules[0]!, key, listed, undefined, counting)).toMatchObject({ kind: 'in-sync', restoreStamp: false, entry: { knownAt: '500', resourceVersion: '300', stamp: entry.stamp } });
+    expect(reads).toBe(0);
+    observe(later, t.policy.rules[0]!, key, listed, { at: new Date(0).toISOString() }, counting);
+    expect(reads).toBe(1);
   });
 
   it('a guarded value nested deeper than the limit is compared with a known canonical value (too deep), never a throw', () => {

@@ -1,0 +1,3 @@
+module spec-guard.local/go-reverter
+
+go 1.24
