@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { AGENT, ALICE, APISERVER, APPS, adminClient, application, controlPlaneDown, controlPlanePids, controlPlaneUp, inParallel, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany, type BurstResult } from './burst.js';
 import { buildGoReverter } from './go-peer.js';
-import { cdfChart, savePicture } from './svg.js';
+import { barChart, cdfChart, savePicture } from './svg.js';
 import { processCpuMicros } from './process-cpu.js';
 
 const DRIFTS = Number(process.env.BENCH_DRIFTS ?? 200);
@@ -101,12 +101,16 @@ async function main(): Promise<void> {
     console.log(`the same ${BURST} PATCHes without spec-guard: ${(alone.ms / 1000).toFixed(1)} s (${((BURST * 1000) / alone.ms).toFixed(0)}/s, p50 ${percentile(alone.latencies, 50).toFixed(0)} ms, p99 ${percentile(alone.latencies, 99).toFixed(0)} ms)`);
     const peer = (r: PeerBurst) => `${r.cpuMsPerRevert.toFixed(2)} ms CPU per revert (spec-guard ${(cpuMsPerRevert / r.cpuMsPerRevert).toFixed(2)}× that); ${r.burst.latencies.length} of ${BURST} reverted, each drift stayed p50 ${percentile(r.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(r.burst.latencies, 99).toFixed(0)} ms`;
     console.log(`the same burst reverted by the smallest watcher that reverts (list once, parse every watch event, one JSON patch and one Event per drift; no attribution, stamps, store or logs):\n  bare Node.js (bench/bare-reverter.ts, node:https): ${peer(bare)}\n  Go (bench/go-reverter, encoding/json into a struct of the fields it reads, net/http over HTTP/2): ${peer(go)}`);
-    const picture = cdfChart(`bench:revert: ${BURST} drifts at once, reverted; beside the apiserver's own PATCH latency`, 'ms', [
+    const picture = cdfChart(`bench:revert: ${BURST} drifts at once, reverted; beside the apiserver's own PATCH latency and the smallest reverter`, 'ms', [
       { label: 'drift to revert (watch to watch)', values: burst.latencies },
       { label: "spec-guard's own share of a revert", values: own.own },
       { label: 'a PATCH, without spec-guard', values: alone.latencies },
+      { label: 'drift to revert, the bare Node.js reverter', values: bare.burst.latencies },
     ]);
-    console.log(`picture: ${savePicture('revert-cdf.svg', picture)}`);
+    const cpu = barChart(`bench:revert: CPU per revert in a burst of ${BURST}, Events on`, 'CPU µs per revert', [
+      { label: 'spec-guard, the bare Node.js reverter, the Go reverter', bars: [{ label: 'spec-guard', value: cpuMsPerRevert * 1000 }, { label: 'bare Node.js', value: bare.cpuMsPerRevert * 1000 }, { label: 'Go', value: go.cpuMsPerRevert * 1000 }] },
+    ]);
+    console.log(`pictures: ${savePicture('revert-cdf.svg', picture)}, ${savePicture('revert-cpu.svg', cpu)}`);
   } finally {
     await sg.stop();
     kube.close();

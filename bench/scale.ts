@@ -289,7 +289,7 @@ async function main(): Promise<void> {
     // The relist that follows the layers coming into force classifies every object again (at
     // 100,000, tens of seconds of one busy thread): measured after it, not during it.
     for (let waited = 0; !(await layersIn(sgAgain)) && waited < 300_000; waited += 500) await sleep(500);
-    await settled(statePath);
+    await settled(statePath, 5000);
 
     // Admission with this cache (the object is one of the 10,000), then with an empty one.
     const stored = await kube.request<Record<string, any>>('GET', `${APPS}/scale-42`);

@@ -1,6 +1,6 @@
 import { parseJson } from '../kube/json.js';
 import type { GuardedValues } from './guarded-view.js';
-import { valuesText, type ValuesJson } from './packed-values.js';
+import { PackedValues, valuesText, type ValuesJson } from './packed-values.js';
 
 /** The canonical (source-of-truth) state of one guarded object. */
 export interface CanonicalEntry {
@@ -41,6 +41,16 @@ let lastRead: { valuesJson: ValuesJson; values: GuardedValues } | undefined;
 export function entryValues(entry: CanonicalEntry): GuardedValues {
   if (lastRead?.valuesJson !== entry.valuesJson) lastRead = { valuesJson: entry.valuesJson, values: parseJson(valuesText(entry.valuesJson)) as GuardedValues };
   return lastRead.values;
+}
+
+/**
+ * `entry` with its values packed, in place: a store packs each entry as it reads it, so that
+ * the text of only one entry (or one shard) at a time is alive, never the whole state's (at
+ * 100,000 objects, 600 MB of strings that held the RSS near 900 MB after loading).
+ */
+export function packEntry(entry: CanonicalEntry): CanonicalEntry {
+  if (typeof entry.valuesJson === 'string') entry.valuesJson = PackedValues.of(entry.valuesJson);
+  return entry;
 }
 
 /** What admission needs of the cache: read only. */

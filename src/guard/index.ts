@@ -7,7 +7,7 @@ export { normalizers, argocdApplication, type Normalizer } from './normalizers.j
 export { Stamper, STAMP_ANNOTATION, STAMP_POINTER, nextSeq, type StampClaim } from './stamp.js';
 export { isFresh, CREATION_SKEW_MS } from './freshness.js';
 export { attributeChange, attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from './attribution.js';
-export { entryValues, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './canonical-entry.js';
+export { entryValues, packEntry, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './canonical-entry.js';
 export { PackedValues, packValues, valuesText, type ValuesJson } from './packed-values.js';
 export { Policy, type Rule, type UserInfo } from './policy.js';
 export { compileOwnership, within, type Door, type Ownership } from './ownership.js';

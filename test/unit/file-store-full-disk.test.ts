@@ -3,7 +3,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, jest } from '@jest/globals';
-import { smallEntry } from '../helpers/entries.js';
+import { smallEntry, packedEqualsItsText } from '../helpers/entries.js';
 
 // A disk that fills up in the middle of an append: the first write of the next log append
 // lands half, then fails with ENOSPC, as write(2) does when the space runs out.
@@ -32,6 +32,8 @@ jest.unstable_mockModule('node:fs/promises', () => ({
 const { FileStore } = await import('../../src/sync/store/file-store.js');
 
 const entry = smallEntry;
+
+packedEqualsItsText();
 
 describe('file store on a disk that fills up', () => {
   it('an append cut short by a full disk is reported to the writer, and once space is back the next write leaves a log that loads, every change in it', async () => {

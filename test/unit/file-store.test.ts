@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { FileStore } from '../../src/sync/index.js';
-import { smallEntry } from '../helpers/entries.js';
+import { smallEntry, packedEqualsItsText } from '../helpers/entries.js';
+import { PackedValues } from '../../src/guard/index.js';
 
 const entry = smallEntry;
 
@@ -24,6 +25,8 @@ async function thousand() {
   return { path, store, entries };
 }
 
+packedEqualsItsText();
+
 describe('file store', () => {
   it('round-trips entries and tombstones through the file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sg-store-'));
@@ -39,6 +42,8 @@ describe('file store', () => {
     const reloaded = await new FileStore(path, () => {}).load();
     expect([...reloaded.entries.keys()]).toEqual(['g/r/ns/a']);
     expect(reloaded.entries.get('g/r/ns/a')).toEqual(entry('a'.repeat(64)));
+    // Packed as each line is read: the whole state's text is never alive at once.
+    expect(reloaded.entries.get('g/r/ns/a')!.valuesJson).toBeInstanceOf(PackedValues);
     expect(reloaded.tombstones.get('g/r/ns/gone')).toEqual({ uid: 'x', at: '2026-12-02T00:00:00Z' });
     // Loading folded the log into the snapshot (written by rename: no temporary file is left).
     expect(readdirSync(join(dir, 'nested')).sort()).toEqual(['state.json', 'state.json.log']);

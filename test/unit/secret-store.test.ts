@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { FakeSecrets } from '../helpers/fake-secrets.js';
 import { SecretStore } from '../../src/sync/index.js';
-import { bulkyEntry } from '../helpers/entries.js';
+import { bulkyEntry, packedEqualsItsText } from '../helpers/entries.js';
+import { PackedValues } from '../../src/guard/index.js';
 
 const entry = bulkyEntry;
 
@@ -17,6 +18,8 @@ async function seeded(count: number) {
   await store.saveEntries(entries, new Set(entries.keys()));
   return { fake, store, entries };
 }
+
+packedEqualsItsText();
 
 describe('Secret store', () => {
   it('grows its shards with the state: every Secret stays under the limit, and a reload finds every entry, journals included', async () => {
@@ -43,6 +46,8 @@ describe('Secret store', () => {
     expect(new Set(shards.map((n) => n.split('-')[1]))).toEqual(new Set([shards[0]!.split('-')[1]]));
     const reloaded = await new SecretStore(fake.asKube(), 'spec-guard', 'state').load();
     expect(reloaded.entries.size).toBe(8000);
+    // Packed as each shard is read: the whole state's text is never alive at once.
+    expect([...reloaded.entries.values()].every((e) => e.valuesJson instanceof PackedValues)).toBe(true);
     expect(reloaded.entries.get('argoproj.io/applications/agent-7/app-7007')).toEqual(entries.get('argoproj.io/applications/agent-7/app-7007'));
   });
 

@@ -10,7 +10,7 @@ import type { CanonicalEntry } from '../../src/guard/index.js';
 import { Metrics } from '../../src/metrics/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { FakeSecrets } from '../helpers/fake-secrets.js';
-import { bulkyEntry } from '../helpers/entries.js';
+import { bulkyEntry, packedEqualsItsText } from '../helpers/entries.js';
 
 /** An entry of ~5 KB with a known-at revision, labels and annotations, as an Application's is. */
 const entry = (i: number): CanonicalEntry => ({ ...bulkyEntry(i), seq: 1, resourceVersion: String(100 + i), knownAt: String(100 + i), labels: { team: 'a' }, annotations: { 'spec-guard.io/stamp': 'x' } });
@@ -64,6 +64,8 @@ async function seededSecretStore() {
   await store.saveEntries(entries, new Set(entries.keys()));
   return { fake, store, entries };
 }
+
+packedEqualsItsText();
 
 describe('touches: the revisions a relist raises are stored without the entries', () => {
   it('a touch is only the changed revisions; any other difference needs the whole entry', () => {

@@ -3,7 +3,7 @@ import { access, mkdir, open, readdir, rename, stat, truncate, unlink } from 'no
 import { createInterface } from 'node:readline';
 import { basename, dirname, join } from 'node:path';
 import type { ContinuityRecord } from '../../guard/attribution.js';
-import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
+import { packEntry, type CanonicalEntry, type Tombstone } from '../../guard/index.js';
 import { MemoryStore, type StateChange } from './memory-store.js';
 import { applyTouch, isTouch, type Touch } from './touch.js';
 import { emptySnapshot, type Snapshot, type StoreReport } from './types.js';
@@ -66,7 +66,7 @@ async function replayLog(path: string, snapshot: Snapshot): Promise<{ committedB
     for (const r of pending) {
       if ('set' in r) {
         checkEntry(r.set[0], r.set[1]);
-        snapshot.entries.set(r.set[0], r.set[1]);
+        snapshot.entries.set(r.set[0], packEntry(r.set[1]));
       } else if ('touch' in r) {
         const [key, touch] = r.touch;
         if (typeof key !== 'string' || !isTouch(touch)) throw new Error(`touch of ${String(key)} is malformed`);
@@ -111,7 +111,10 @@ async function readState(path: string): Promise<Snapshot> {
     if (!header) {
       const first = value as Omit<Partial<Header>, 'format'> & { format?: string; entries?: Record<string, CanonicalEntry> };
       if (first?.format === FORMAT_V1 && typeof first.entries === 'object' && typeof first.tombstones === 'object') {
-        for (const [key, entry] of Object.entries(first.entries)) checkEntry(key, entry);
+        for (const [key, entry] of Object.entries(first.entries)) {
+          checkEntry(key, entry);
+          packEntry(entry);
+        }
         return { entries: new Map(Object.entries(first.entries)), tombstones: new Map(Object.entries(first.tombstones)), continuity: first.continuity };
       }
       if (first?.format !== FORMAT || typeof first.tombstones !== 'object') throw new Error(`not a ${FORMAT} file`);
@@ -121,7 +124,7 @@ async function readState(path: string): Promise<Snapshot> {
     if (Array.isArray(value)) {
       const [key, entry] = value as [string, CanonicalEntry];
       checkEntry(key, entry);
-      snapshot.entries.set(key, entry);
+      snapshot.entries.set(key, packEntry(entry));
     } else {
       count = (value as { entries?: number }).entries;
       if (count !== snapshot.entries.size) throw new Error(`the trailer counts ${String(count)} entries, the file has ${snapshot.entries.size}`);

@@ -1,6 +1,6 @@
 import { Resources, secretPath, type KubeClient, type Secret } from '../../kube/index.js';
 import type { ContinuityRecord } from '../../guard/attribution.js';
-import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
+import { packEntry, type CanonicalEntry, type Tombstone } from '../../guard/index.js';
 import { TombstoneWriter } from './tombstone-writer.js';
 import {
   ENTRIES_KEY,
@@ -97,7 +97,7 @@ export class SecretStore implements CanonicalStore {
       const touches = (rawTouches ? gunzipJson(rawTouches) : {}) as Record<string, Touch>;
       // A key is whole or touched within one Secret (a touch of an entry it holds is folded in).
       for (const [key, entry] of Object.entries(entries)) {
-        if (entry) into.set(key, entry);
+        if (entry) into.set(key, packEntry(entry));
         else into.delete(key);
       }
       for (const [key, touch] of Object.entries(touches)) {
