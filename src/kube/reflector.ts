@@ -113,20 +113,30 @@ export class Reflector<T extends ListedObject> {
     const list = ++this.begun;
     // A list cut short leaves no revision to watch from: the next attempt lists again.
     this.resourceVersion = undefined;
-    let continueToken: string | undefined;
-    let first = true;
-    let revision = '';
-    do {
-      const page = await this.kube.request<{ metadata: { resourceVersion: string; continue?: string }; items: T[] }>('GET', this.options.path, {
+    type Page = { metadata: { resourceVersion: string; continue?: string }; items: T[] };
+    const fetchPage = (continueToken: string | undefined): Promise<Page> => {
+      const page = this.kube.request<Page>('GET', this.options.path, {
         query: { fieldSelector: this.options.fieldSelector, limit: String(this.options.pageSize ?? 500), continue: continueToken },
         timeoutMs: 60_000,
       });
-      continueToken = page.metadata.continue || undefined;
+      // A page asked for ahead is awaited only if the one before was handled: never unhandled.
+      page.catch(() => undefined);
+      return page;
+    };
+    let next: Promise<Page> | undefined = fetchPage(undefined);
+    let first = true;
+    let revision = '';
+    while (next) {
+      const page: Page = await next;
+      const continueToken = page.metadata.continue || undefined;
+      // The next page is asked for before this one is handled: the apiserver reads it while
+      // we classify this one (at 100,000 objects a third of the time to ready was each side
+      // waiting for the other). Two pages at most are held.
+      next = continueToken ? fetchPage(continueToken) : undefined;
       revision = page.metadata.resourceVersion;
-      const last = !continueToken;
-      this.handlers.onListPage(page.items, last, revision, first, last && this.relistRequested, list);
+      this.handlers.onListPage(page.items, !continueToken, revision, first, !continueToken && this.relistRequested, list);
       first = false;
-    } while (continueToken);
+    }
     this.resourceVersion = revision;
     this.synced = true;
   }

@@ -131,6 +131,17 @@ describe('the informer (a reflector with a cache)', () => {
     informer.stop();
   });
 
+  it('asks for the next list page before it handles the one it has, so the apiserver reads while spec-guard classifies; two pages at most', async () => {
+    const api = new FakeCollection();
+    for (const name of ['a', 'b', 'c', 'd', 'e', 'f']) api.put(name);
+    const order: string[] = [];
+    api.onPage = (page) => order.push(`ask ${page}`);
+    const informer = new Informer<Obj>(api.asKube(), { path: '/x', pageSize: 2 }, (e) => order.push(`handle ${e.key}`));
+    await informer.start();
+    expect(order).toEqual(['ask 0', 'ask 1', 'handle ns/a', 'handle ns/b', 'ask 2', 'handle ns/c', 'handle ns/d', 'handle ns/e', 'handle ns/f']);
+    informer.stop();
+  });
+
   it('reports DELETED, with the last cached value, for an object a relist no longer shows (deleted while the watch was down)', async () => {
     const api = new FakeCollection();
     for (const name of ['a', 'b']) api.put(name);
