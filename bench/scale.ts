@@ -1,5 +1,5 @@
 // bench/scale: 10,000 Applications of ~5 KB (BENCH_OBJECTS) in a real kube-apiserver. Prints
-// spec-guard's start time to ready (stored state loaded, every object listed and classified),
+// spec-guard's start time to ready (every object listed) and to every object classified,
 // its RSS and heap per object, the file store's bytes written for 1,000 changed objects, the
 // time 1,000 objects drifted at once stay drifted, admission p99 with that cache side by side
 // with an empty one, and, for both stores, a kill -9 in the middle of their largest write.
@@ -82,6 +82,17 @@ async function secretsSettled(kube: Awaited<ReturnType<typeof adminClient>>): Pr
 }
 
 /** Waits until the store's files stop changing for a second (the watcher's writes are debounced). */
+/** ms from spawn until every object is known canonical (its metrics say), polled for at most 2 minutes. */
+async function everyObjectClassified(run: RunningSpecGuard): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < 120_000) {
+    const known = Number(/spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(await metricsOf(run))?.[1] ?? 0);
+    if (known >= COUNT) break;
+    await sleep(200);
+  }
+  return run.startMs + (Date.now() - started);
+}
+
 /** The admission layers spec-guard relies on are in force (its metrics say). */
 async function layersIn(run: RunningSpecGuard): Promise<boolean> {
   const metrics = await metricsOf(run);
@@ -184,7 +195,9 @@ async function main(): Promise<void> {
     // Registered (stamp webhook, policy): the agent's writes below are stamped, as in production.
     const sg = await startSpecGuard(self, config('file'), [], NODE_OPTIONS);
     const rssReady = rssMb(sg.child.pid!);
-    await sleep(5000); // leadership, store written, steady state
+    // Ready means listed and serving; the objects listed are classified by the work queue, which may still run.
+    const classifiedMs = await everyObjectClassified(sg);
+    await sleep(Math.max(0, 5000 - (classifiedMs - sg.startMs))); // leadership, store written, steady state
     const rssSteady = rssMb(sg.child.pid!);
     const metrics = await metricsOf(sg);
     const canonical = /spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(metrics)?.[1];
@@ -329,7 +342,7 @@ async function main(): Promise<void> {
     const none = await p99(emptyPort, review);
     empty.kill();
 
-    console.log(`start to ready with ${COUNT} objects (state loaded, all listed and classified): ${(sg.startMs / 1000).toFixed(1)} s (target < ${COUNT <= 10_000 ? 15 : 60} s)`);
+    console.log(`start to ready with ${COUNT} objects (${VARIANTS.length > 1 ? "file store as the settings above left it" : "first start, file store"}; every object listed): ${(sg.startMs / 1000).toFixed(1)} s (target ≤ ${COUNT <= 10_000 ? 15 : 30} s); every object classified (canonical): ${(classifiedMs / 1000).toFixed(1)} s`);
     console.log(`canonical objects known: ${canonical}; with NODE_OPTIONS=${NODE_OPTIONS} (shipped): RSS at ready ${rssReady.toFixed(0)} MB, steady ${rssSteady.toFixed(0)} MB; V8 heap in use ${heapUsedMb.toFixed(0)} MB`);
     console.log(`memory per guarded object: canonical state ${(stateBytes / COUNT / 1024).toFixed(1)} KB stored, ${((heapUsedMb * 1024) / COUNT).toFixed(1)} KB of V8 heap in use (all of it, base included), ${((rssSteady * 1024) / COUNT).toFixed(1)} KB of RSS`);
     curve.push({ count: COUNT, readyS: sg.startMs / 1000, rssReady, rssSteady, listS: await listAlone() });
