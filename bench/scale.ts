@@ -81,13 +81,14 @@ async function secretsSettled(kube: Awaited<ReturnType<typeof adminClient>>): Pr
   return secrets;
 }
 
-/** Waits until the store's files stop changing for a second (the watcher's writes are debounced). */
+/** The Applications spec-guard knows canonical, from its metrics (0 before the store writer first counted them). */
+const canonicalKnown = (metrics: string) => Number(/spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+
 /** ms from spawn until every object is known canonical (its metrics say), polled for at most 2 minutes. */
 async function everyObjectClassified(run: RunningSpecGuard): Promise<number> {
   const started = Date.now();
   while (Date.now() - started < 120_000) {
-    const known = Number(/spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(await metricsOf(run))?.[1] ?? 0);
-    if (known >= COUNT) break;
+    if (canonicalKnown(await metricsOf(run)) >= COUNT) break;
     await sleep(200);
   }
   return run.startMs + (Date.now() - started);
@@ -200,7 +201,7 @@ async function main(): Promise<void> {
     await sleep(Math.max(0, 5000 - (classifiedMs - sg.startMs))); // leadership, store written, steady state
     const rssSteady = rssMb(sg.child.pid!);
     const metrics = await metricsOf(sg);
-    const canonical = /spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(metrics)?.[1];
+    const canonical = canonicalKnown(metrics);
     const heapUsedMb = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1]) / 1024 / 1024;
     // Registered, its layers come into force and (unless the store's continuity record already
     // holds them) a relist stores every object's raised revision, a touch each: not the cost of
@@ -257,7 +258,7 @@ async function main(): Promise<void> {
     const shared = await startSpecGuard(self, config('secret'), [], NODE_OPTIONS);
     const sharedReadyRss = rssMb(shared.child.pid!);
     // Written once every object is stored (the gauge is set after each write), then quiet.
-    const storedAll = async () => Number(/spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(await metricsOf(shared))?.[1] ?? 0) >= COUNT;
+    const storedAll = async () => canonicalKnown(await metricsOf(shared)) >= COUNT;
     // Also once the admission layers are in force: that relists and stores every object's
     // raised revision, which is not the cost of a change.
     for (let waited = 0; !((await storedAll()) && (await layersIn(shared))) && waited < 300_000; waited += 500) await sleep(500);

@@ -130,8 +130,7 @@ export class Reflector<T extends ListedObject> {
       const page: Page = await next;
       const continueToken = page.metadata.continue || undefined;
       // The next page is asked for before this one is handled: the apiserver reads it while
-      // we classify this one (at 100,000 objects a third of the time to ready was each side
-      // waiting for the other). Two pages at most are held.
+      // we classify this one (at 100,000 objects 0-1 s of a 28 s start). Two pages at most are held.
       next = continueToken ? fetchPage(continueToken) : undefined;
       revision = page.metadata.resourceVersion;
       this.handlers.onListPage(page.items, !continueToken, revision, first, !continueToken && this.relistRequested, list);

@@ -3,7 +3,7 @@ import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
   objectKey,
-  PackedValues,
+  packEntry,
   parseObjectKey,
   planRepair,
   resourceName,
@@ -140,10 +140,7 @@ export class Watcher {
   async start(loaded?: Snapshot): Promise<void> {
     const snapshot = loaded ?? (await this.d.store.load());
     // Packed in place: the store's own copy of the state holds these same entries.
-    for (const [key, entry] of snapshot.entries) {
-      if (typeof entry.valuesJson === 'string') entry.valuesJson = PackedValues.of(entry.valuesJson);
-      this.d.cache.set(key, entry);
-    }
+    for (const [key, entry] of snapshot.entries) this.d.cache.set(key, packEntry(entry));
     this.writer.loaded(snapshot.entries);
     for (const [key, tombstone] of snapshot.tombstones) this.d.cache.recordTombstone(key, tombstone);
     this.d.logger.info('canonical state loaded', { store: this.d.store.description, entries: snapshot.entries.size, tombstones: snapshot.tombstones.size });
