@@ -81,7 +81,7 @@ async function secretsSettled(kube: Awaited<ReturnType<typeof adminClient>>): Pr
   return secrets;
 }
 
-/** The Applications spec-guard knows canonical, from its metrics (0 before the store writer first counted them). */
+/** The Applications spec-guard knows canonical (classified), from its metrics. */
 const canonicalKnown = (metrics: string) => Number(/spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(metrics)?.[1] ?? 0);
 
 /** ms from spawn until every object is known canonical (its metrics say), polled for at most 2 minutes. */
@@ -257,8 +257,12 @@ async function main(): Promise<void> {
     // writes it all once; then the cost of BATCH changed objects.
     const shared = await startSpecGuard(self, config('secret'), [], NODE_OPTIONS);
     const sharedReadyRss = rssMb(shared.child.pid!);
-    // Written once every object is stored (the gauge is set after each write), then quiet.
-    const storedAll = async () => canonicalKnown(await metricsOf(shared)) >= COUNT;
+    // Written once every object is classified and the store has been written (its usage gauge
+    // is set after each write), then quiet.
+    const storedAll = async () => {
+      const metrics = await metricsOf(shared);
+      return canonicalKnown(metrics) >= COUNT && Number(/^spec_guard_store_usage_ratio (\S+)/m.exec(metrics)?.[1] ?? 0) > 0;
+    };
     // Also once the admission layers are in force: that relists and stores every object's
     // raised revision, which is not the cost of a change.
     for (let waited = 0; !((await storedAll()) && (await layersIn(shared))) && waited < 300_000; waited += 500) await sleep(500);

@@ -88,12 +88,26 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  readonly canonicalObjects = new Gauge({
-    name: 'spec_guard_canonical_objects',
-    help: 'Objects with a known canonical value, by resource.',
-    labelNames: ['resource'] as const,
-    registers: [this.registry],
-  });
+  /** Where the canonical-objects gauge reads its counts at a scrape (the canonical cache). */
+  private canonicalCounts: () => ReadonlyMap<string, number> = () => new Map();
+
+  readonly canonicalObjects = (() => {
+    const counts = () => this.canonicalCounts();
+    return new Gauge({
+      name: 'spec_guard_canonical_objects',
+      help: 'Objects with a known canonical value, by resource, as the canonical cache holds them at the scrape.',
+      labelNames: ['resource'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [resource, count] of counts()) this.set({ resource }, count);
+      },
+    });
+  })();
+
+  /** The canonical-objects gauge reads `counts` at every scrape. */
+  countCanonicalObjects(counts: () => ReadonlyMap<string, number>): void {
+    this.canonicalCounts = counts;
+  }
 
   readonly storeErrors = new Counter({
     name: 'spec_guard_store_errors_total',

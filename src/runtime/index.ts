@@ -51,6 +51,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const logger = createLogger(o.logLevel);
   const metrics = new Metrics();
   const cache = new CanonicalCache();
+  metrics.countCanonicalObjects(() => cache.countsByResource());
   const kube = o.standalone ? undefined : await connect(o.kubeconfig);
   const selfUser = kube ? await whoAmI(kube) : undefined;
   const policy = new Policy(o.config, selfUser);

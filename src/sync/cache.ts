@@ -1,20 +1,44 @@
-import type { CanonicalEntry, CanonicalLookup, Tombstone } from '../guard/index.js';
+import { resourceName, type CanonicalEntry, type CanonicalLookup, type Tombstone } from '../guard/index.js';
+
+/** The resource an object key names (applications.argoproj.io), read from its first two parts. */
+function resourceOf(key: string): string {
+  const slash = key.indexOf('/');
+  const end = key.indexOf('/', slash + 1);
+  return resourceName(key.slice(0, slash), key.slice(slash + 1, end));
+}
 
 /** In-memory canonical cache shared by admission and the watcher. */
 export class CanonicalCache implements CanonicalLookup {
   private readonly entries = new Map<string, CanonicalEntry>();
   private readonly tombstones = new Map<string, Tombstone>();
+  /**
+   * Entries by resource, kept as entries come and go: the canonical-objects gauge reads it at
+   * each scrape, on every replica, whether or not a store write followed. Bounded by the
+   * guarded resources; a resource stays at 0 once its last entry goes.
+   */
+  private readonly perResource = new Map<string, number>();
 
   get(key: string): CanonicalEntry | undefined {
     return this.entries.get(key);
   }
 
   set(key: string, entry: CanonicalEntry): void {
+    if (!this.entries.has(key)) this.count(key, 1);
     this.entries.set(key, entry);
   }
 
   delete(key: string): void {
-    this.entries.delete(key);
+    if (this.entries.delete(key)) this.count(key, -1);
+  }
+
+  private count(key: string, by: number): void {
+    const resource = resourceOf(key);
+    this.perResource.set(resource, (this.perResource.get(resource) ?? 0) + by);
+  }
+
+  /** How many entries each resource has (resources that had one, down to 0). */
+  countsByResource(): ReadonlyMap<string, number> {
+    return this.perResource;
   }
 
   get size(): number {
@@ -24,7 +48,6 @@ export class CanonicalCache implements CanonicalLookup {
   keys(): IterableIterator<string> {
     return this.entries.keys();
   }
-
 
   recordTombstone(key: string, tombstone: Tombstone): void {
     this.tombstones.set(key, tombstone);

@@ -1,6 +1,6 @@
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import { parseObjectKey, resourceName, type CanonicalEntry } from '../guard/index.js';
+import type { CanonicalEntry } from '../guard/index.js';
 import type { CanonicalCache } from './cache.js';
 import { touches, touchOf, type CanonicalStore, type Touch } from './store/index.js';
 
@@ -121,12 +121,6 @@ export class StoreWriter {
       setTimeout(() => this.schedule(), RETRY_MS).unref();
     }
     this.metrics.storeUsage.set(this.store.usage());
-    const counts = new Map<string, number>();
-    for (const key of entries.keys()) {
-      const { group, resource } = parseObjectKey(key);
-      counts.set(resourceName(group, resource), (counts.get(resourceName(group, resource)) ?? 0) + 1);
-    }
-    for (const [resource, count] of counts) this.metrics.canonicalObjects.set({ resource }, count);
     this.lastFlushMs = Date.now() - started;
   }
 }

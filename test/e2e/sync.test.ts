@@ -237,6 +237,10 @@ afterAll(async () => {
     agentApply('sync-five', NS);
     await waitFor('replica A stamped the agent’s write', async () => (await readApplication(NS, 'sync-five'))?.metadata?.annotations?.[STAMP_ANNOTATION]);
     expect(a.logs()).not.toMatch(/became the leader/);
+    // A follower writes no store, and its gauge of canonical objects counted nothing for that.
+    const known = async (sg: typeof a) => metricValue(parsePrometheusText(await sg.metrics()), 'spec_guard_canonical_objects', { resource: 'applications.argoproj.io' });
+    await waitFor('replica A, a follower, counts the canonical objects it knows', async () => (await known(a)) >= 1, 5000);
+    expect(await known(a)).toBe(await known(b));
     // alice bypasses admission: the configurations are removed first.
     unregister();
     alicePatch('sync-five', 'evil-1');
