@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { createSecureContext } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { delimiter } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -49,13 +50,15 @@ export class KubeClient {
   private readonly agent: http.Agent;
   /** Watches: one connection each for as long as it runs, never taken from the calls' pool. */
   private readonly watchAgent: http.Agent;
+  /** What every request carries: the TLS context and checks, the kubeconfig's headers (never the key material itself). */
+  private readonly requestOptions: https.RequestOptions;
   private credentials: { headers: Record<string, string>; readAt: number } | undefined;
   /** Set by a 401: the next call reads the credentials afresh. */
   private stale = false;
 
   private constructor(
     readonly kubeConfig: KubeConfig,
-    private readonly base: https.RequestOptions,
+    base: https.RequestOptions,
     /** A file the bearer token is read from (in-cluster, or a kubeconfig's `tokenFile`). */
     private readonly tokenFile: string | undefined,
   ) {
@@ -63,10 +66,13 @@ export class KubeClient {
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
     this.server = new URL(cluster.server);
     const secure = this.server.protocol === 'https:';
-    // As text: the agent names its pool by these on every request, and a Buffer is base64-encoded each time.
-    const text = (v: unknown) => (Buffer.isBuffer(v) ? v.toString('utf8') : (v as string | undefined));
-    const agent = (maxSockets: number) =>
-      secure ? new https.Agent({ ca: text(base.ca), cert: text(base.cert), key: text(base.key), rejectUnauthorized: base.rejectUnauthorized, servername: base.servername, keepAlive: true, maxSockets }) : new http.Agent({ keepAlive: true, maxSockets });
+    // The CA, certificate and key go in one TLS context made here, not in the options: an agent
+    // names its connection pool by every TLS option of a request (ca, cert and key included:
+    // 5 KB of text with a client certificate), several times per call, and hashes the name anew
+    // each time: 25-45 µs of CPU per call (docs/decisions.md, "Kubernetes access").
+    const tls = secure ? { secureContext: createSecureContext({ ca: base.ca, cert: base.cert, key: base.key }), rejectUnauthorized: base.rejectUnauthorized, servername: base.servername } : {};
+    const agent = (maxSockets: number) => (secure ? new https.Agent({ ...tls, keepAlive: true, maxSockets }) : new http.Agent({ keepAlive: true, maxSockets }));
+    this.requestOptions = { ...tls, headers: base.headers };
     this.agent = agent(REQUEST_SOCKETS);
     // Their number is set by the configuration (one per watched resource and namespace).
     this.watchAgent = agent(Infinity);
@@ -114,7 +120,7 @@ export class KubeClient {
   private async open(method: string, path: string, options: RequestOptions, body?: string, agent = this.agent): Promise<http.ClientRequest> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    const headers: Record<string, string | string[]> = { ...(this.base.headers as Record<string, string>), ...(await this.authHeaders()), accept: 'application/json', ...options.headers };
+    const headers: Record<string, string | string[]> = { ...(this.requestOptions.headers as Record<string, string>), ...(await this.authHeaders()), accept: 'application/json', ...options.headers };
     if (body !== undefined) {
       headers['content-type'] = options.contentType ?? 'application/json';
       // Node frames a DELETE body neither as chunks nor by length unless told: the apiserver
@@ -122,7 +128,7 @@ export class KubeClient {
       headers['content-length'] = String(Buffer.byteLength(body));
     }
     const transport = url.protocol === 'https:' ? https : http;
-    return transport.request(url, { ...this.base, method, headers, agent, signal: options.signal, timeout: options.timeoutMs });
+    return transport.request(url, { ...this.requestOptions, method, headers, agent, signal: options.signal, timeout: options.timeoutMs });
   }
 
   /** One API call; resolves with the parsed JSON body, rejects with KubeError. A 401 re-reads the credentials and tries once more. */

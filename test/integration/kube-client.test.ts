@@ -100,3 +100,65 @@ describe('KubeClient connections', () => {
     abort.abort();
   });
 });
+
+// The CA, client certificate and key reach the connections as one TLS context (not as options
+// the agent would name its pool by on every call): still verified, still presented, still pooled.
+describe('KubeClient over TLS with a client certificate', () => {
+  const ca = createCA('kube-client-test-ca');
+  const serving = createServingCert(ca, ['127.0.0.1']);
+  const client = createServingCert(ca, ['spec-guard-client']);
+  let server: https.Server;
+  const handshakes: string[] = [];
+
+  const kubeconfigFor = (port: number, caPem: string) => {
+    const kc = new KubeConfig();
+    const b64 = (pem: string) => Buffer.from(pem).toString('base64');
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: `https://127.0.0.1:${port}`, caData: b64(caPem) }],
+      users: [{ name: 'u', certData: b64(client.cert), keyData: b64(client.key) }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    return kc;
+  };
+
+  beforeAll(async () => {
+    server = https.createServer({ key: serving.key, cert: serving.cert, requestCert: true, rejectUnauthorized: false, keepAliveTimeout: 5_000 }, (req, res) => {
+      const peer = (req.socket as import('node:tls').TLSSocket).getPeerCertificate();
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', clientCN: peer.subject?.CN ?? null })));
+    });
+    server.on('secureConnection', (socket) => handshakes.push(socket.getPeerCertificate().subject?.CN ?? 'none'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  });
+
+  afterAll(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('verifies the server by the kubeconfig CA, presents its client certificate, and keeps its connections', async () => {
+    const kube = await KubeClient.fromKubeConfig(kubeconfigFor((server.address() as AddressInfo).port, ca.cert));
+    try {
+      for (let round = 0; round < 5; round++) {
+        const answers = await Promise.all(Array.from({ length: 4 }, () => kube.request<{ clientCN: string }>('GET', '/api/v1/namespaces/argocd/secrets')));
+        expect(answers.map((a) => a.clientCN)).toEqual(Array(4).fill('spec-guard-client'));
+      }
+      // 20 calls, 4 at a time: the same 4 connections (one handshake each), never one per call.
+      expect(handshakes.length).toBeLessThanOrEqual(4);
+      expect(new Set(handshakes)).toEqual(new Set(['spec-guard-client']));
+    } finally {
+      kube.close();
+    }
+  });
+
+  it('refuses a server the kubeconfig CA did not sign', async () => {
+    const other = createCA('another-ca');
+    const kube = await KubeClient.fromKubeConfig(kubeconfigFor((server.address() as AddressInfo).port, other.cert));
+    try {
+      await expect(kube.request('GET', '/api/v1/namespaces/argocd/secrets')).rejects.toThrow(/certificate/);
+    } finally {
+      kube.close();
+    }
+  });
+});
