@@ -45,6 +45,11 @@ export class CanonicalCache implements CanonicalLookup {
     return this.entries.size;
   }
 
+  /** Every entry, live (not a copy): what a store write reads beyond the keys it is for. */
+  view(): ReadonlyMap<string, CanonicalEntry> {
+    return this.entries;
+  }
+
   keys(): IterableIterator<string> {
     return this.entries.keys();
   }

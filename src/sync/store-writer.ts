@@ -2,6 +2,7 @@ import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import type { CanonicalEntry } from '../guard/index.js';
 import type { CanonicalCache } from './cache.js';
+import { FlushView } from './flush-view.js';
 import { touches, touchOf, type CanonicalStore, type Touch } from './store/index.js';
 
 /** Store writes wait at least this long, and at least twice as long as the last write took. */
@@ -96,8 +97,9 @@ export class StoreWriter {
     const started = Date.now();
     const changed = this.dirty;
     this.dirty = new Set();
-    const entries = new Map<string, CanonicalEntry>();
-    for (const key of this.cache.keys()) entries.set(key, this.cache.get(key)!);
+    const pinned = new Map<string, CanonicalEntry | undefined>();
+    for (const key of changed) pinned.set(key, this.cache.get(key));
+    const entries = new FlushView(this.cache.view(), pinned);
     const whole = new Set<string>();
     const touched = new Map<string, Touch>();
     for (const key of changed) {
