@@ -89,6 +89,29 @@ describeLocal('provenance (issue #17)', () => {
     expect(await revisionOf('replay')).toBe('v2');
   });
 
+  // Issue #26: argocd-agent replaces the annotations on every update, so each one dropped the
+  // stamp and got a new one: an update that changed nothing became a new version, a watch
+  // event and a store write. The old stamp is put back, and the apiserver sees a no-op.
+  it('an agent update that changes nothing keeps its stamp and stays a no-op: no new version; a change is stamped anew', async () => {
+    const guard = await restart(['--no-register']);
+    installLayers(config, guard, LAYER_KINDS.stamp);
+    await realAgent.create('unchanged', NS, source('v1'));
+    await waitFor('stamped v1', () => stampOf('unchanged'));
+    const created = (await readApplication(NS, 'unchanged'))!;
+    // The first update adds the agent's field manager to managedFields: a new version, with the stamp kept.
+    const first = await realAgent.update('unchanged', NS, source('v1'));
+    expect(first.metadata.annotations[STAMP_ANNOTATION]).toBe(created.metadata.annotations[STAMP_ANNOTATION]);
+    for (let i = 0; i < 3; i++) {
+      const again = await realAgent.update('unchanged', NS, source('v1'));
+      expect(again.metadata.resourceVersion).toBe(first.metadata.resourceVersion);
+      expect(again.metadata.annotations[STAMP_ANNOTATION]).toBe(created.metadata.annotations[STAMP_ANNOTATION]);
+    }
+    const changed = await realAgent.update('unchanged', NS, source('v2'));
+    expect(changed.metadata.annotations[STAMP_ANNOTATION]).not.toBe(created.metadata.annotations[STAMP_ANNOTATION]);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await revisionOf('unchanged')).toBe('v2');
+  });
+
   it('4b. a deleted object recreated from a saved copy, stamp included, is not canonical: an untrusted delete of it is not undone', async () => {
     const guard = await restart(['--no-register']);
     installLayers(config, guard, [...LAYER_KINDS.stamp, ...LAYER_KINDS.validating]);

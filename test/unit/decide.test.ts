@@ -55,6 +55,59 @@ describe('trusted writers', () => {
     expect(decide(review('agent-create').request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'trusted' });
   });
 
+  // argocd-agent replaces the annotations on every update, so its stamp is always dropped: a
+  // new one each time turned every update that changed nothing into a new version (a watch
+  // event, a store write). The old stamp is put back when nothing a new one would vouch for
+  // or teach the watcher changed: the write stays a no-op for the apiserver.
+  it('puts the old stamp back on an update that drops it and changes neither the view nor the labels and annotations', () => {
+    const { t, request } = aliceUpdate();
+    request.userInfo = { username: AGENT, groups: [] };
+    request.object!.spec = structuredClone(request.oldObject!.spec);
+    const oldStamp = request.oldObject!.metadata!.annotations![STAMP_ANNOTATION]!;
+    delete request.object!.metadata!.annotations![STAMP_ANNOTATION];
+    const decision = decide(request, 'mutate', t.ctx);
+    expect(decision).toEqual({ kind: 'allow', reason: 'trusted', patch: [{ op: 'add', path: STAMP_POINTER, value: oldStamp }] });
+    const stored = applyDecision(request.object!, decision);
+    expect(stored.metadata!.annotations).toEqual(request.oldObject!.metadata!.annotations);
+    expect(stored.spec).toEqual(request.oldObject!.spec);
+  });
+
+  it('stamps anew an update that drops the stamp and changes a label, an annotation or the view', () => {
+    const variants: Array<(o: KubeObject) => void> = [
+      (o) => (o.metadata!.labels = { ...o.metadata!.labels, team: 'b' }),
+      (o) => (o.metadata!.annotations!['argocd.argoproj.io/refresh'] = 'hard'),
+      (o) => setTargetRevision(o, 'v9'),
+    ];
+    for (const change of variants) {
+      const { t, request } = aliceUpdate();
+      request.userInfo = { username: AGENT, groups: [] };
+      request.object!.spec = structuredClone(request.oldObject!.spec);
+      const oldStamp = request.oldObject!.metadata!.annotations![STAMP_ANNOTATION]!;
+      delete request.object!.metadata!.annotations![STAMP_ANNOTATION];
+      change(request.object!);
+      const stored = applyDecision(request.object!, decide(request, 'mutate', t.ctx));
+      const stamped = stored.metadata!.annotations![STAMP_ANNOTATION]!;
+      expect(stamped).not.toBe(oldStamp);
+      expect(t.stamper.read(stamped, keyOf(request))).toMatchObject({ hash: t.policy.rules[0]!.view.of(stored).hash, seq: t.ctx.now });
+    }
+  });
+
+  it('does not put back a stamp that is not fresh: an older trusted write replayed is stamped anew', () => {
+    const { t, request } = aliceUpdate();
+    request.userInfo = { username: AGENT, groups: [] };
+    request.object!.spec = structuredClone(request.oldObject!.spec);
+    const oldStamp = request.oldObject!.metadata!.annotations![STAMP_ANNOTATION]!;
+    delete request.object!.metadata!.annotations![STAMP_ANNOTATION];
+    // A later trusted write is known (the cache holds a higher sequence): the old stamp is stale.
+    const claim = t.stamper.read(oldStamp, keyOf(request))!;
+    const learned = observe(request.oldObject!, t.policy.rules[0]!, keyOf(request), undefined, undefined, t.stamper);
+    if (learned.kind !== 'learn') throw new Error('expected learn');
+    t.cache.set(keyOf(request), { ...learned.entry, seq: claim.seq + 1000, resourceVersion: 'later' });
+    const stamped = applyDecision(request.object!, decide(request, 'mutate', t.ctx)).metadata!.annotations![STAMP_ANNOTATION]!;
+    expect(stamped).not.toBe(oldStamp);
+    expect(t.stamper.read(stamped, keyOf(request))!.seq).toBeGreaterThan(claim.seq + 1000);
+  });
+
   it('trusts by group and spec-guard itself, and allows their spec changes', () => {
     for (const userInfo of [{ username: 'bob', groups: ['argocd-agents'] }, { username: SELF, groups: [] }]) {
       const { t, request } = aliceUpdate();
