@@ -8,8 +8,10 @@
 //                        what the patch costs the apiserver, apart from what computes it
 //   Go, HTTP/1.1 + patch the same over HTTP/1.1 only, as a Node.js https server speaks (Go's serves
 //                        HTTP/2 to the apiserver): what the protocol costs, apart from the server
-// Writes: untrusted spec changes (denied) and the agent's trusted spec updates (admitted; stamped by
-// spec-guard). Rounds repeat the set-ups in turn so that a noisy machine hits them alike.
+// Writes: untrusted spec changes (denied), the agent's trusted spec updates (admitted; stamped by
+// spec-guard), and the agent's updates that change nothing (its annotations replace the object's:
+// a no-op for the apiserver unless admission changes the object). Rounds repeat the set-ups in
+// turn so that a noisy machine hits them alike.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,6 +65,31 @@ async function writes(kube: KubeClient, headers: Record<string, string>, tag: st
   return { latencies, refused };
 }
 
+/**
+ * The agent's updates that change nothing, as argocd-agent writes them (its annotations replace
+ * the object's, dropping the stamp): the latencies, and how many of them (each writer's first
+ * aside, which may change the annotations) made a new version of the object.
+ */
+async function unchangedWrites(kube: KubeClient) {
+  const latencies: number[] = [];
+  let newVersions = 0;
+  await Promise.all(
+    Array.from({ length: WRITERS }, async (_, w) => {
+      let last: string | undefined;
+      for (let n = 0; n < UPDATES_PER_WRITER; n++) {
+        const body = [{ op: 'add', path: '/metadata/annotations', value: { 'argocd.argoproj.io/refresh': 'normal' } }];
+        const started = performance.now();
+        const answer = await kube.request<{ metadata?: { resourceVersion?: string } }>('PATCH', `${APPS}/overhead-${w}`, { body, contentType: 'application/json-patch+json', headers: AGENT, query: { fieldManager: 'argocd-agent' } });
+        latencies.push(performance.now() - started);
+        const version = answer.metadata?.resourceVersion;
+        if (n > 0 && version !== last) newVersions++;
+        last = version;
+      }
+    }),
+  );
+  return { latencies, newVersions, counted: WRITERS * (UPDATES_PER_WRITER - 1) };
+}
+
 async function main(): Promise<void> {
   const { admin, self } = controlPlaneUp();
   const kube = await adminClient(admin);
@@ -114,7 +141,7 @@ async function main(): Promise<void> {
     { name: 'Go + stamp patch', up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
     { name: 'Go, HTTP/1.1 + patch', up: async () => (await register(kube, overHttp1), async () => clear(kube)) },
   ];
-  const results = new Map<string, { untrusted: number[]; trusted: number[]; refused: number; admittedUntrusted: number }>();
+  const results = new Map<string, { untrusted: number[]; trusted: number[]; refused: number; admittedUntrusted: number; unchanged: number[]; newVersions: number; counted: number }>();
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const setup of setups) {
@@ -123,10 +150,14 @@ async function main(): Promise<void> {
         await writes(kube, AGENT, 'warm');
         const untrusted = await writes(kube, ALICE, `r${round}`);
         const trusted = await writes(kube, AGENT, `r${round}`);
+        const unchanged = await unchangedWrites(kube);
         await down();
-        const r = results.get(setup.name) ?? { untrusted: [], trusted: [], refused: 0, admittedUntrusted: 0 };
+        const r = results.get(setup.name) ?? { untrusted: [], trusted: [], refused: 0, admittedUntrusted: 0, unchanged: [], newVersions: 0, counted: 0 };
         r.untrusted.push(...untrusted.latencies);
         r.trusted.push(...trusted.latencies);
+        r.unchanged.push(...unchanged.latencies);
+        r.newVersions += unchanged.newVersions;
+        r.counted += unchanged.counted;
         r.refused += untrusted.refused;
         r.admittedUntrusted += untrusted.latencies.length - untrusted.refused;
         results.set(setup.name, r);
@@ -158,6 +189,12 @@ async function main(): Promise<void> {
       `  → the stamp patch alone (the Go webhook answering with one of its size): trusted added p50 ${added('Go + stamp patch').toFixed(1)} ms vs ${added('Go webhook').toFixed(1)} ms without: ` +
         `${(added('Go + stamp patch') - added('Go webhook')).toFixed(1)} ms of the apiserver's per trusted write are the patch's, whoever computes it`,
     );
+    console.log(`the agent's updates that change nothing (its annotations replace the object's, the stamp dropped), as argocd-agent sends them:`);
+    for (const setup of setups) {
+      const r = results.get(setup.name)!;
+      const u = stats(r.unchanged);
+      console.log(`  ${setup.name.padEnd(20)} | p50 / p99 ${u.p50.toFixed(1).padStart(6)} / ${u.p99.toFixed(1).padStart(6)} ms | new versions written: ${r.newVersions} of ${r.counted}`);
+    }
     console.log(
       `  → HTTP/1.1 (what a Node.js https server speaks) instead of HTTP/2, the same Go webhook and patch: trusted added p50 ${added('Go, HTTP/1.1 + patch').toFixed(1)} ms vs ${added('Go + stamp patch').toFixed(1)} ms; spec-guard ${added('policy + spec-guard').toFixed(1)} ms`,
     );
