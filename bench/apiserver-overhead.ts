@@ -21,7 +21,8 @@ import { parseConfig } from '../src/config/index.js';
 import type { KubeClient } from '../src/kube/index.js';
 import { renderAdmissionObjects } from '../src/registration/index.js';
 import { Policy } from '../src/guard/index.js';
-import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, percentile, releaseLease, sleep, startSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, metricsOf, percentile, releaseLease, sleep, startSpecGuard, type RunningSpecGuard } from './cluster.js';
+import { processCpuMicros } from './process-cpu.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 
 const WRITERS = 8;
@@ -90,6 +91,13 @@ async function unchangedWrites(kube: KubeClient) {
   return { latencies, newVersions, counted: WRITERS * (UPDATES_PER_WRITER - 1) };
 }
 
+/** spec-guard's own part so far: its /mutate reviews (count, seconds spent deciding them) and its process CPU. */
+async function ownPart(sg: RunningSpecGuard) {
+  const metrics = await metricsOf(sg);
+  const series = (name: string) => Number(new RegExp(`^spec_guard_admission_duration_seconds_${name}\\{webhook="mutate"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
+  return { reviews: series('count'), seconds: series('sum'), cpuMicros: processCpuMicros(sg.child.pid!) };
+}
+
 async function main(): Promise<void> {
   const { admin, self } = controlPlaneUp();
   const kube = await adminClient(admin);
@@ -123,6 +131,10 @@ async function main(): Promise<void> {
   await kube.request('DELETE', APPS).catch(() => undefined);
   for (let w = 0; w < WRITERS; w++) await kube.request('POST', APPS, { body: application(`overhead-${w}`), headers: AGENT, query: { fieldManager: 'argocd-agent' } });
 
+  /** The spec-guard of the set-up running, if it is that one. */
+  let specGuard: RunningSpecGuard | undefined;
+  /** spec-guard's part of its trusted writes, summed over the rounds. */
+  const own = { writes: 0, reviews: 0, seconds: 0, cpuMicros: 0 };
   const setups: Array<{ name: string; up: () => Promise<() => Promise<void>> }> = [
     { name: 'none', up: async () => async () => undefined },
     { name: 'policy', up: async () => (await register(kube, layer0), async () => clear(kube)) },
@@ -131,7 +143,9 @@ async function main(): Promise<void> {
       up: async () => {
         await releaseLease(kube);
         const sg = await startSpecGuard(self, configFile);
+        specGuard = sg;
         return async () => {
+          specGuard = undefined;
           await sg.stop();
           await clear(kube);
         };
@@ -149,7 +163,15 @@ async function main(): Promise<void> {
         await sleep(2000); // a new policy or configuration is in force within about a second
         await writes(kube, AGENT, 'warm');
         const untrusted = await writes(kube, ALICE, `r${round}`);
+        const before = specGuard && (await ownPart(specGuard));
         const trusted = await writes(kube, AGENT, `r${round}`);
+        if (specGuard && before) {
+          const after = await ownPart(specGuard);
+          own.writes += trusted.latencies.length;
+          own.reviews += after.reviews - before.reviews;
+          own.seconds += after.seconds - before.seconds;
+          own.cpuMicros += after.cpuMicros - before.cpuMicros;
+        }
         const unchanged = await unchangedWrites(kube);
         await down();
         const r = results.get(setup.name) ?? { untrusted: [], trusted: [], refused: 0, admittedUntrusted: 0, unchanged: [], newVersions: 0, counted: 0 };
@@ -188,6 +210,10 @@ async function main(): Promise<void> {
     console.log(
       `  → the stamp patch alone (the Go webhook answering with one of its size): trusted added p50 ${added('Go + stamp patch').toFixed(1)} ms vs ${added('Go webhook').toFixed(1)} ms without: ` +
         `${(added('Go + stamp patch') - added('Go webhook')).toFixed(1)} ms of the apiserver's per trusted write are the patch's, whoever computes it`,
+    );
+    console.log(
+      `  → spec-guard's own part of its trusted writes: ${own.reviews} /mutate reviews for ${own.writes} writes, ${((own.seconds * 1000) / Math.max(1, own.reviews)).toFixed(2)} ms each in the process on average (read to answer); ` +
+        `its process CPU ${(own.cpuMicros / 1000 / Math.max(1, own.writes)).toFixed(2)} ms per write (the review, and its watcher taking the write's event); the policy alone adds ${added('policy').toFixed(1)} ms p50`,
     );
     console.log(`the agent's updates that change nothing (its annotations replace the object's, the stamp dropped), as argocd-agent sends them:`);
     for (const setup of setups) {
