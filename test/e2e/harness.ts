@@ -45,15 +45,42 @@ export function getJson<T = Record<string, any>>(args: string[]): T {
   return JSON.parse(kubectlOk([], ['get', ...args, '-o', 'json'])) as T;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Where the kernel takes the local ports of outgoing connections from (Linux: 32768–60999
+ * unless configured otherwise).
+ */
+function ephemeralPortsStart(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Ports handed to child processes are drawn from just below the ephemeral range. */
+const PORT_POOL = { to: ephemeralPortsStart(), size: 2_700 };
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * A port nothing listens on, for a child process to bind. Not one `listen(0)` gives: that is
+ * an ephemeral port, which any outgoing connection (the apiserver's to etcd, a kubectl call)
+ * may take as its local port before the child binds it (EADDRINUSE in a CI run). Ports below
+ * the ephemeral range are only ever taken by a listen; the fixed ports of the test control
+ * planes are lower still.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = PORT_POOL.to - 1 - Math.floor(Math.random() * PORT_POOL.size);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${PORT_POOL.to - PORT_POOL.size}–${PORT_POOL.to - 1}`);
 }
 
 export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
