@@ -107,11 +107,16 @@ function decideTrusted(req: AdmissionRequest, webhook: Webhook, rule: Rule, key:
   return { kind: 'allow', reason: 'trusted', patch: [...nameOps, ...(kept?.ops ?? []), ...stampPatch(object, stamp)] };
 }
 
-/** Equal string maps, an absent one as empty. */
+/** Equal string maps, an absent one as empty, `except` left out; no copy of their keys (the trusted write's path). */
 function sameMap(a: Record<string, string> | null | undefined, b: Record<string, string> | null | undefined, except?: string): boolean {
-  const keys = (m: Record<string, string> | null | undefined) => Object.keys(m ?? {}).filter((k) => k !== except);
-  const ak = keys(a);
-  return ak.length === keys(b).length && ak.every((k) => Object.hasOwn(b ?? {}, k) && a![k] === b![k]);
+  let unmatched = 0;
+  for (const k in a ?? {}) {
+    if (k === except) continue;
+    if (!b || !Object.hasOwn(b, k) || a![k] !== b[k]) return false;
+    unmatched++;
+  }
+  for (const k in b ?? {}) if (k !== except) unmatched--;
+  return unmatched === 0;
 }
 
 /** The labels and annotations (the stamp aside) a new stamp would have the watcher learn: the same in both. */

@@ -91,18 +91,15 @@ export class Metrics {
   /** Where the canonical-objects gauge reads its counts at a scrape (the canonical cache). */
   private canonicalCounts: () => ReadonlyMap<string, number> = () => new Map();
 
-  readonly canonicalObjects = (() => {
-    const counts = () => this.canonicalCounts();
-    return new Gauge({
-      name: 'spec_guard_canonical_objects',
-      help: 'Objects with a known canonical value, by resource, as the canonical cache holds them at the scrape.',
-      labelNames: ['resource'] as const,
-      registers: [this.registry],
-      collect() {
-        for (const [resource, count] of counts()) this.set({ resource }, count);
-      },
-    });
-  })();
+  readonly canonicalObjects: Gauge<'resource'> = new Gauge({
+    name: 'spec_guard_canonical_objects',
+    help: 'Objects with a known canonical value, by resource, as the canonical cache holds them at the scrape.',
+    labelNames: ['resource'] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const [resource, count] of this.canonicalCounts()) this.canonicalObjects.set({ resource }, count);
+    },
+  });
 
   /** The canonical-objects gauge reads `counts` at every scrape. */
   countCanonicalObjects(counts: () => ReadonlyMap<string, number>): void {

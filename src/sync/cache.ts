@@ -1,11 +1,4 @@
-import { resourceName, type CanonicalEntry, type CanonicalLookup, type Tombstone } from '../guard/index.js';
-
-/** The resource an object key names (applications.argoproj.io), read from its first two parts. */
-function resourceOf(key: string): string {
-  const slash = key.indexOf('/');
-  const end = key.indexOf('/', slash + 1);
-  return resourceName(key.slice(0, slash), key.slice(slash + 1, end));
-}
+import { parseObjectKey, resourceName, type CanonicalEntry, type CanonicalLookup, type Tombstone } from '../guard/index.js';
 
 /** In-memory canonical cache shared by admission and the watcher. */
 export class CanonicalCache implements CanonicalLookup {
@@ -32,7 +25,8 @@ export class CanonicalCache implements CanonicalLookup {
   }
 
   private count(key: string, by: number): void {
-    const resource = resourceOf(key);
+    const { group, resource: plural } = parseObjectKey(key);
+    const resource = resourceName(group, plural);
     this.perResource.set(resource, (this.perResource.get(resource) ?? 0) + by);
   }
 

@@ -72,10 +72,11 @@ describe('trusted writers', () => {
     expect(stored.spec).toEqual(request.oldObject!.spec);
   });
 
-  it('stamps anew an update that drops the stamp and changes a label, an annotation or the view', () => {
+  it('stamps anew an update that drops the stamp and sets a label, sets or removes an annotation, or changes the view', () => {
     const variants: Array<(o: KubeObject) => void> = [
       (o) => (o.metadata!.labels = { ...o.metadata!.labels, team: 'b' }),
       (o) => (o.metadata!.annotations!['argocd.argoproj.io/refresh'] = 'hard'),
+      (o) => delete o.metadata!.annotations!['kubectl.kubernetes.io/last-applied-configuration'],
       (o) => setTargetRevision(o, 'v9'),
     ];
     for (const change of variants) {
