@@ -1,7 +1,8 @@
 import { hash } from 'node:crypto';
-import { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canonical-json.js';
+import { canonicalJson, TooDeepError, type IgnoreTree } from './canonical-json.js';
+import { diffValues } from './value-diff.js';
 import type { Normalizer } from './normalizers.js';
-import { formatPointer, getAt, isPlainObject, parsePointer } from './pointer.js';
+import { getAt, isPlainObject, parsePointer } from './pointer.js';
 import { cloneJson } from '../kube/json.js';
 
 interface GuardedPath {
@@ -122,7 +123,7 @@ export class GuardedView {
     const changed: string[] = [];
     for (const path of this.paths) {
       const old = this.normalize(path.pointer, before[path.pointer]);
-      diff(old, this.normalized(path, after), path.ignore, [...path.tokens], changed);
+      diffValues(old, this.normalized(path, after), path.ignore, [...path.tokens], changed);
     }
     return changed;
   }
@@ -170,45 +171,6 @@ export type PatchOp =
   | { op: 'add' | 'replace' | 'test'; path: string; value: unknown }
   | { op: 'remove'; path: string };
 
-/**
- * Appends the pointers at which `a` and `b` differ, under the canonical-JSON equality
- * (exact, key order aside). One walk over both trees: O(size); `at` is the path so far,
- * extended and restored in place so that equal subtrees allocate nothing.
- */
-function diff(a: unknown, b: unknown, ignore: IgnoreTree | undefined, at: string[], out: string[]): void {
-  if (a === b) return;
-  if (at.length > MAX_DEPTH) throw new TooDeepError();
-  if (isPlainObject(a) && isPlainObject(b)) {
-    for (const key in a) {
-      const sub = ignore?.[key];
-      if (sub === true) continue;
-      at.push(key);
-      diff(a[key], b[key], sub, at, out);
-      at.pop();
-    }
-    for (const key in b) {
-      const sub = ignore?.[key];
-      if (sub === true || key in a) continue;
-      at.push(key);
-      diff(undefined, b[key], sub, at, out);
-      at.pop();
-    }
-    return;
-  }
-  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
-    for (let i = 0; i < a.length; i++) {
-      const sub = ignore?.[String(i)];
-      if (sub === true) continue;
-      at.push(String(i));
-      diff(a[i], b[i], sub, at, out);
-      at.pop();
-    }
-    return;
-  }
-  // Different shapes or values: equal only when they serialize alike.
-  if (canonicalJson(a, ignore) !== canonicalJson(b, ignore)) out.push(formatPointer(at));
-}
-
 /** More member operations than this for one guarded path: the path is restored whole instead. */
 const MAX_MEMBER_OPS = 64;
 
@@ -220,7 +182,7 @@ const MAX_MEMBER_OPS = 64;
 function memberOps(path: GuardedPath, wanted: unknown, present: unknown): PatchOp[] | undefined {
   const changed: string[] = [];
   try {
-    diff(wanted, present, path.ignore, [...path.tokens], changed);
+    diffValues(wanted, present, path.ignore, [...path.tokens], changed);
   } catch (err) {
     // A drifted value deeper than a guard compares: restored whole, never serialized.
     if (err instanceof TooDeepError) return undefined;

@@ -17,12 +17,12 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !isRawNumber(value);
 }
 
-/** The value at `tokens`, or undefined when any step is missing. */
+/** The value at `tokens`, or undefined when any step is missing (own members only: no `constructor` of every object). */
 export function getAt(root: unknown, tokens: readonly string[]): unknown {
   let node = root;
   for (const token of tokens) {
     if (Array.isArray(node)) node = node[Number(token)];
-    else if (isPlainObject(node)) node = node[token];
+    else if (isPlainObject(node)) node = Object.hasOwn(node, token) ? node[token] : undefined;
     else return undefined;
   }
   return node;

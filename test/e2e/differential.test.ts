@@ -47,6 +47,8 @@ const appMutations: Mutation[] = [
   { name: 'spec.project "" (normalizes)', apply: (o) => void (o.spec.project = '') },
   { name: 'spec.syncPolicy {} (normalizes)', apply: (o) => void (o.spec.syncPolicy = o.spec.syncPolicy ?? {}) },
   { name: 'spec.helm deep value', apply: (o, n) => void (o.spec.source.helm = { valuesObject: { a: { b: { c: n } } } }) },
+  // A member every parsed object inherits the name of (constructor), added beside one there.
+  { name: 'spec.helm value "constructor"', apply: (o, n) => void Object.assign(((o.spec.source.helm ??= {}).valuesObject ??= {}), { constructor: `c${n}` }) },
   { name: 'operation.sync.manifests', apply: (o, n) => void (o.operation = { sync: { manifests: [`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"m${n}"}}`] } }) },
   { name: 'operation automated', apply: (o, n) => void (o.operation = { initiatedBy: { automated: true }, sync: { revision: `a${n}` } }) },
   { name: 'operation removed', apply: (o) => void delete o.operation },

@@ -158,6 +158,29 @@ describe('untrusted UPDATE by mode', () => {
     expect(decide(request, 'validate', t.ctx).kind).toBe('deny');
   });
 
+  // Every parsed object inherits `constructor`, `toString`, …: a walk that asked `key in old`
+  // took a helm value of that name, added by alice, for one the stored object already had.
+  it.each(['constructor', 'toString'])('refuses a helm value named %s added to the spec, and rewrite takes it out again', (name) => {
+    for (const mode of ['enforce', 'rewrite'] as const) {
+      const { t, request } = aliceUpdate(`mode: ${mode}`);
+      request.object!.spec = structuredClone(request.oldObject!.spec);
+      const source = spec(request.object).source as Record<string, unknown>;
+      source.helm = JSON.parse(`{"valuesObject":{"image":"v1"}}`);
+      (spec(request.oldObject).source as Record<string, unknown>).helm = JSON.parse(`{"valuesObject":{"image":"v1"}}`);
+      stamp(t, request, request.oldObject!);
+      request.object!.metadata!.annotations![STAMP_ANNOTATION] = request.oldObject!.metadata!.annotations![STAMP_ANNOTATION]!;
+      (source.helm as { valuesObject: Record<string, unknown> }).valuesObject[name] = 'evil';
+      const decision = decide(request, mode === 'enforce' ? 'validate' : 'mutate', t.ctx);
+      if (mode === 'enforce') {
+        expect(decision.kind).toBe('deny');
+        expect(decision.kind === 'deny' && decision.changed).toEqual([`/spec/source/helm/valuesObject/${name}`]);
+      } else {
+        expect(decision).toMatchObject({ kind: 'allow', reason: 'rewritten' });
+        expect(spec(applyDecision(request.object!, decision))).toEqual(spec(request.oldObject));
+      }
+    }
+  });
+
   it('warn: both webhooks allow with a warning and no patch', () => {
     const { t, request } = aliceUpdate('mode: warn');
     for (const webhook of ['mutate', 'validate'] as const) {

@@ -43,6 +43,24 @@ describe('guarded view', () => {
       '/data',
     ]);
   });
+
+  // JSON.parse gives every object Object.prototype: a walk that asks `key in object` or reads
+  // `object[key]` finds `constructor`, `toString`, … in every one of them.
+  it.each(['constructor', 'toString', 'hasOwnProperty', '__proto__'])('sees a member named %s added, changed or removed (names every object inherits)', (name) => {
+    const parsed = (text: string) => JSON.parse(text) as unknown;
+    const before = view.valuesOf(parsed('{"spec":{"values":{"a":1}}}'));
+    expect(view.changedPointers(before, parsed(`{"spec":{"values":{"a":1,"${name}":"evil"}}}`))).toEqual([`/spec/values/${name}`]);
+    const holding = view.valuesOf(parsed(`{"spec":{"values":{"a":1,"${name}":{"x":1}}}}`));
+    expect(view.changedPointers(holding, parsed(`{"spec":{"values":{"a":1,"${name}":{"x":2}}}}`))).toEqual([`/spec/values/${name}/x`]);
+    expect(view.changedPointers(holding, parsed('{"spec":{"values":{"a":1}}}'))).toEqual([`/spec/values/${name}`]);
+  });
+
+  it('tells apart every kind of value: a primitive from another, from null, an object from an array', () => {
+    const before = view.valuesOf({ spec: { s: 'a', n: 1, b: true, z: null, o: {}, l: [], same: [{ k: 'v' }] } });
+    const after = { spec: { s: 'b', n: '1', b: false, z: 0, o: [], l: {}, same: [{ k: 'v' }] } };
+    expect(view.changedPointers(before, after)).toEqual(['/spec/s', '/spec/n', '/spec/b', '/spec/z', '/spec/o', '/spec/l']);
+    expect(view.changedPointers(before, JSON.parse(JSON.stringify({ spec: before['/spec'] })))).toEqual([]);
+  });
 });
 
 describe('stamp', () => {
@@ -117,6 +135,8 @@ describe('revert operations (only the members that differ)', () => {
     ['a block holding an ignored member replaced by a scalar', (o) => ((o.spec as Record<string, unknown>).nested = 5)],
     ['a block holding an ignored member removed', (o) => delete (o.spec as Partial<typeof o.spec>).nested],
     ['a finalizer added', (o) => o.metadata.finalizers.push('evil')],
+    ['a member named constructor added', (o) => Object.assign(o.spec.source, { constructor: 'evil' })],
+    ['a member named toString added in a parameter', (o) => Object.assign(o.spec.source.helm.parameters[3]!, { toString: { evil: true } })],
     ['the finalizers removed', (o) => ((o.metadata as Record<string, unknown>).finalizers = undefined)],
     ['100 parameters changed (restored whole)', (o) => o.spec.source.helm.parameters.slice(0, 100).forEach((p) => (p.value = 'evil'))],
     ['the spec removed', (o) => delete (o as Partial<typeof o>).spec],
