@@ -38,12 +38,13 @@ export interface View {
   hash: string;
 }
 
+/** Nodes without a prototype: a member named `constructor` of a guarded object finds no ignore rule of that name. */
 export function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[]): IgnoreTree | undefined {
   let tree: IgnoreTree | undefined;
   for (const pointer of ignorePointers) {
     const tokens = parsePointer(pointer);
     if (tokens.length <= guardedTokens.length || !guardedTokens.every((t, i) => tokens[i] === t)) continue;
-    tree ??= {};
+    tree ??= Object.create(null) as IgnoreTree;
     let node = tree;
     const rest = tokens.slice(guardedTokens.length);
     rest.forEach((token, i) => {
@@ -51,7 +52,7 @@ export function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[
       else {
         const next = node[token];
         if (next === true) return;
-        node = next ?? (node[token] = {});
+        node = next ?? (node[token] = Object.create(null) as IgnoreTree);
       }
     });
   }

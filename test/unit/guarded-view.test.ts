@@ -152,6 +152,13 @@ describe('revert operations (only the members that differ)', () => {
     expect(view.revertOps(canonical, byMembers)).toEqual([]);
   });
 
+  it('a drift of a member named constructor beside an ignored member is reverted member by member', () => {
+    const canonical = view.valuesOf(big('HEAD'));
+    const drifted = JSON.parse(JSON.stringify(big('HEAD')));
+    drifted.spec.constructor = 'evil';
+    expect(view.revertOps(canonical, drifted)).toEqual([{ op: 'remove', path: '/spec/constructor' }]);
+  });
+
   it('many differences in one path restore that path whole (one op, not hundreds)', () => {
     const canonical = view.valuesOf(big('HEAD'));
     const object = big('HEAD');
