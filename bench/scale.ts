@@ -117,6 +117,20 @@ async function settled(path: string, quietMs = 1000): Promise<void> {
   }
 }
 
+/**
+ * Leaves the file store as a run killed before its fold would: every entry written again, the
+ * first 40 % twice, appended and never folded (the floor of this writer is infinite), so that
+ * the superseded lines outweigh the live state and the next start folds at once. A first
+ * start no longer folds what only grew: this gives the kill below the store's largest write.
+ */
+async function outweighLiveState(path: string): Promise<void> {
+  const store = new FileStore(path, () => undefined, Infinity);
+  const { entries } = await store.load();
+  const keys = [...entries.keys()];
+  const part = Math.ceil(keys.length * 0.4);
+  for (const changed of [keys.slice(0, part), keys.slice(part, 2 * part), keys.slice(2 * part), keys.slice(0, part)]) await store.saveEntries(entries, new Set(changed));
+}
+
 async function main(): Promise<void> {
   const { admin, self } = controlPlaneUp();
   const kube = await adminClient(admin);
@@ -219,11 +233,12 @@ async function main(): Promise<void> {
     const after = storeFiles(statePath);
     const written = after.rewritten !== before.rewritten ? after.snapshot + after.log : after.log - before.log;
 
-    // kill -9 in the middle of the file store's largest write: the snapshot a start folds the
-    // log (the changes above) into. What the store held is read from a copy: loading folds too.
+    // kill -9 in the middle of the file store's largest write: the snapshot a start folds a log
+    // of superseded lines into. What the store held is read from a copy: loading folds too.
     await sg.stop();
     await releaseLease(kube);
     await unregister(kube);
+    await outweighLiveState(statePath);
     const fileReported: string[] = [];
     const fileStore = (path = statePath) => new FileStore(path, (msg) => fileReported.push(msg));
     const copy = join(mkdtempSync(join(tmpdir(), 'spec-guard-bench-state-')), 'state.json');
@@ -231,7 +246,7 @@ async function main(): Promise<void> {
     copyFileSync(`${statePath}.log`, `${copy}.log`);
     const fileKill = await killDuringWrite({
       store: 'file',
-      during: `the snapshot its start folds a ${(storeFiles(statePath).log / 1024 / 1024).toFixed(1)} MB log into being written`,
+      during: `the snapshot its start folds a ${(storeFiles(statePath).log / 1024 / 1024).toFixed(1)} MB log (superseded lines outweighing the live state) into being written`,
       before: await fileStore(copy).load(),
       start: () => spawnSpecGuard(self, config('file'), [], NODE_OPTIONS),
       writing: async () => readdirSync(dir).some((f) => f.startsWith('state.json.tmp-')),

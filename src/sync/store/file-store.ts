@@ -7,13 +7,14 @@ import { packEntry, type CanonicalEntry, type Tombstone } from '../../guard/inde
 import { MemoryStore, type StateChange } from './memory-store.js';
 import { applyTouch, isTouch, type Touch } from './touch.js';
 import { emptySnapshot, type Snapshot, type StoreReport } from './types.js';
+import { FoldAccount } from './fold-account.js';
 
 const FORMAT = 'spec-guard/canonical-state/v2';
 /** The format before v2: one JSON document (read, never written). */
 const FORMAT_V1 = 'spec-guard/canonical-state/v1';
 /** Characters written per write call. */
 const CHUNK_CHARS = 64 * 1024;
-/** The log is folded into the snapshot once it outgrows it (and this floor): writes stay within twice what changed. */
+/** The dead weight below which the log is never folded (fold-account.ts says when it is). */
 const COMPACT_MIN_BYTES = 16 * 1024 * 1024;
 
 /** One line of the log: a change to one entry (whole, or its revisions alone) or tombstone, the continuity record, or the end of a write. */
@@ -26,12 +27,18 @@ type LogRecord =
   | { continuity: ContinuityRecord }
   | { commit: number };
 
+/** A line of the log, and the entry it sets (the entry's newest line) or deletes. */
+interface LogLine {
+  text: string;
+  entry?: { key: string; deleted: boolean };
+}
+
 /** The log lines of a change, one at a time: a change of every entry is the size of the state. */
-function* logLines(change: StateChange): Generator<string> {
-  for (const [key, entry] of change.entries ?? []) yield JSON.stringify(entry ? { set: [key, entry] } : { del: key });
-  for (const [key, touch] of change.touches ?? []) yield JSON.stringify({ touch: [key, touch] });
-  for (const [key, tombstone] of change.tombstones ?? []) yield JSON.stringify(tombstone ? { tomb: [key, tombstone] } : { untomb: key });
-  if (change.continuity) yield JSON.stringify({ continuity: change.continuity });
+function* logLines(change: StateChange): Generator<LogLine> {
+  for (const [key, entry] of change.entries ?? []) yield { text: JSON.stringify(entry ? { set: [key, entry] } : { del: key }), entry: { key, deleted: !entry } };
+  for (const [key, touch] of change.touches ?? []) yield { text: JSON.stringify({ touch: [key, touch] }) };
+  for (const [key, tombstone] of change.tombstones ?? []) yield { text: JSON.stringify(tombstone ? { tomb: [key, tombstone] } : { untomb: key }) };
+  if (change.continuity) yield { text: JSON.stringify({ continuity: change.continuity }) };
 }
 
 /**
@@ -41,14 +48,19 @@ function* logLines(change: StateChange): Generator<string> {
  * many touches found another value than theirs (not applied: the entry keeps its older
  * revisions, which attribute less, never more).
  */
-async function replayLog(path: string, snapshot: Snapshot): Promise<{ committedBytes: number; uncommitted: number; strayTouches: number }> {
+async function replayLog(path: string, snapshot: Snapshot, account: FoldAccount): Promise<{ committedBytes: number; committedChars: number; uncommitted: number; strayTouches: number }> {
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   let pending: LogRecord[] = [];
+  /** The length of each pending line. */
+  let sizes: number[] = [];
   let bytes = 0;
   let committedBytes = 0;
+  let chars = 0;
+  let committedChars = 0;
   let strayTouches = 0;
   for await (const line of lines) {
     bytes += Buffer.byteLength(line) + 1;
+    chars += line.length + 1;
     if (!line) continue;
     let record: LogRecord;
     try {
@@ -60,28 +72,34 @@ async function replayLog(path: string, snapshot: Snapshot): Promise<{ committedB
     }
     if (!('commit' in record)) {
       pending.push(record);
+      sizes.push(line.length + 1);
       continue;
     }
     if (record.commit !== pending.length || pending.some((r) => 'commit' in r)) throw new Error(`the log's write ending at byte ${bytes} is malformed`);
-    for (const r of pending) {
+    for (const [i, r] of pending.entries()) {
       if ('set' in r) {
         checkEntry(r.set[0], r.set[1]);
         snapshot.entries.set(r.set[0], packEntry(r.set[1]));
+        account.line(r.set[0], sizes[i]);
       } else if ('touch' in r) {
         const [key, touch] = r.touch;
         if (typeof key !== 'string' || !isTouch(touch)) throw new Error(`touch of ${String(key)} is malformed`);
         const touched = applyTouch(snapshot.entries.get(key), touch);
         if (touched) snapshot.entries.set(key, touched);
         else strayTouches++;
-      } else if ('del' in r) snapshot.entries.delete(r.del);
-      else if ('tomb' in r) snapshot.tombstones.set(r.tomb[0], r.tomb[1]);
+      } else if ('del' in r) {
+        snapshot.entries.delete(r.del);
+        account.line(r.del, undefined);
+      } else if ('tomb' in r) snapshot.tombstones.set(r.tomb[0], r.tomb[1]);
       else if ('untomb' in r) snapshot.tombstones.delete(r.untomb);
       else if ('continuity' in r) snapshot.continuity = r.continuity;
     }
     pending = [];
+    sizes = [];
     committedBytes = bytes;
+    committedChars = chars;
   }
-  return { committedBytes, uncommitted: pending.length, strayTouches };
+  return { committedBytes, committedChars, uncommitted: pending.length, strayTouches };
 }
 
 interface Header {
@@ -99,12 +117,15 @@ function checkEntry(key: unknown, entry: CanonicalEntry | undefined): void {
  * the count), so that loading holds one entry at a time besides the result, never the
  * whole file as one string. A v1 file is one JSON document on one line.
  */
-async function readState(path: string): Promise<Snapshot> {
+async function readState(path: string, account: FoldAccount): Promise<{ snapshot: Snapshot; chars: number; entryChars: number; legacy: boolean }> {
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   const snapshot = emptySnapshot();
   let header: Header | undefined;
   let count: number | undefined;
+  let chars = 0;
+  let entryChars = 0;
   for await (const line of lines) {
+    chars += line.length + 1;
     if (!line) continue;
     if (count !== undefined) throw new Error('content after the trailer');
     const value = JSON.parse(line) as unknown;
@@ -115,7 +136,8 @@ async function readState(path: string): Promise<Snapshot> {
           checkEntry(key, entry);
           packEntry(entry);
         }
-        return { entries: new Map(Object.entries(first.entries)), tombstones: new Map(Object.entries(first.tombstones)), continuity: first.continuity };
+        const entries = new Map(Object.entries(first.entries));
+        return { snapshot: { entries, tombstones: new Map(Object.entries(first.tombstones)), continuity: first.continuity }, chars, entryChars: 0, legacy: true };
       }
       if (first?.format !== FORMAT || typeof first.tombstones !== 'object') throw new Error(`not a ${FORMAT} file`);
       header = first as Header;
@@ -125,20 +147,23 @@ async function readState(path: string): Promise<Snapshot> {
       const [key, entry] = value as [string, CanonicalEntry];
       checkEntry(key, entry);
       snapshot.entries.set(key, packEntry(entry));
+      account.line(key, line.length + 1);
+      entryChars += line.length + 1;
     } else {
       count = (value as { entries?: number }).entries;
       if (count !== snapshot.entries.size) throw new Error(`the trailer counts ${String(count)} entries, the file has ${snapshot.entries.size}`);
     }
   }
   if (!header || count === undefined) throw new Error('the file ends early (no trailer)');
-  return { entries: snapshot.entries, tombstones: new Map(Object.entries(header.tombstones)), continuity: header.continuity };
+  return { snapshot: { entries: snapshot.entries, tombstones: new Map(Object.entries(header.tombstones)), continuity: header.continuity }, chars, entryChars, legacy: false };
 }
 
 /**
  * For a single replica: a snapshot file (JSON lines) and a log beside it (`<path>.log`).
  * A write appends what changed to the log and fsyncs it (its cost follows what changed, not
- * the state's size); once the log outgrows the snapshot, both are folded into a new
- * snapshot, written to a temporary file, fsynced and renamed over the old one. A kill -9
+ * the state's size); once the lines they supersede outweigh the live ones (fold-account.ts),
+ * both files are folded into a new snapshot, written to a temporary file, fsynced and renamed
+ * over the old one. A kill -9
  * leaves a state that loads: the log's last write counts only if its commit line made it
  * (an unfinished write was never acknowledged), and replaying a log already folded into the
  * snapshot changes nothing. A snapshot or log that cannot be read back is moved aside,
@@ -148,36 +173,45 @@ export class FileStore extends MemoryStore {
   override readonly description: string;
   private writing: Promise<void> = Promise.resolve();
   private readonly logPath: string;
-  private logBytes = 0;
-  private snapshotBytes = 0;
+  private readonly account: FoldAccount;
   /** The last append did not finish: the log may end in part of it. */
   private appendFailed = false;
 
   constructor(
     private readonly path: string,
     report: StoreReport,
+    foldFloorBytes = COMPACT_MIN_BYTES,
   ) {
     super(report);
     this.description = `file ${path}`;
     this.logPath = `${path}.log`;
+    this.account = new FoldAccount(foldFloorBytes);
   }
 
   override async load(): Promise<Snapshot> {
     await this.removeUnfinishedSnapshots();
     const hasSnapshot = await readable(this.path);
     const hasLog = (await readable(this.logPath)) && (await stat(this.logPath)).size > 0;
+    this.account.reset();
     try {
-      this.state = hasSnapshot ? await readState(this.path) : emptySnapshot();
+      let legacy = false;
+      if (hasSnapshot) {
+        const read = await readState(this.path, this.account);
+        this.state = read.snapshot;
+        legacy = read.legacy;
+        this.account.folded(read.chars, read.chars - read.entryChars);
+      } else this.state = emptySnapshot();
       if (hasLog) {
-        const { committedBytes, uncommitted, strayTouches } = await replayLog(this.logPath, this.state);
+        const { committedBytes, committedChars, uncommitted, strayTouches } = await replayLog(this.logPath, this.state, this.account);
         if (strayTouches) this.report('the state log touches entries whose value differs from the touch (not applied: those keep their older revisions)', { file: this.logPath, touches: strayTouches });
         if (uncommitted) {
           this.report('the state log ends in a write cut short (never acknowledged): set aside', { file: this.logPath, records: uncommitted });
           await truncate(this.logPath, committedBytes);
         }
-        // Folded at once: the next start reads one file.
-        await this.compact();
+        this.account.wrote(committedChars);
       }
+      // A log of what only grew is kept as it is (replaying it costs what reading it folded would).
+      if (legacy || this.account.foldDue) await this.compact();
     } catch (err) {
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
       for (const file of [this.path, this.logPath]) if (await readable(file)) await rename(file, `${file}.corrupt-${stamp}`);
@@ -187,8 +221,8 @@ export class FileStore extends MemoryStore {
         error: (err as Error).message,
       });
       this.state = emptySnapshot();
+      this.account.reset();
     }
-    this.snapshotBytes = (await readable(this.path)) ? (await stat(this.path)).size : 0;
     return { entries: new Map(this.state.entries), tombstones: new Map(this.state.tombstones), continuity: this.state.continuity };
   }
 
@@ -222,23 +256,24 @@ export class FileStore extends MemoryStore {
       this.appendFailed = true;
       try {
         let chunk = '';
-        const append = async (line: string) => {
-          chunk += `${line}\n`;
-          this.logBytes += Buffer.byteLength(line) + 1;
+        const append = async ({ text, entry }: LogLine) => {
+          chunk += `${text}\n`;
+          this.account.wrote(text.length + 1);
+          if (entry) this.account.line(entry.key, entry.deleted ? undefined : text.length + 1);
           if (chunk.length < CHUNK_CHARS) return;
           await handle.write(chunk);
           chunk = '';
         };
         // Serialized as written, a chunk at a time: the event loop (admission) runs in between.
         for (const line of logLines(change)) await append(line);
-        await append(JSON.stringify({ commit: records }));
+        await append({ text: JSON.stringify({ commit: records }) });
         await handle.write(chunk);
         await handle.sync();
         this.appendFailed = false;
       } finally {
         await handle.close();
       }
-      if (this.logBytes > Math.max(this.snapshotBytes, COMPACT_MIN_BYTES)) await this.compact();
+      if (this.account.foldDue) await this.compact();
     };
     this.writing = this.writing.then(write, write);
     return this.writing;
@@ -253,20 +288,28 @@ export class FileStore extends MemoryStore {
     await mkdir(dirname(this.path), { recursive: true });
     const tmp = `${this.path}.tmp-${process.pid}`;
     const handle = await open(tmp, 'w', 0o600);
-    let bytes = 0;
+    let chars = 0;
+    let entryChars = 0;
+    this.account.reset();
     try {
       const header: Header = { format: FORMAT, tombstones: Object.fromEntries(this.state.tombstones), ...(this.state.continuity ? { continuity: this.state.continuity } : {}) };
       let chunk = `${JSON.stringify(header)}\n`;
       let count = 0;
       for (const [key, entry] of this.state.entries) {
-        chunk += `${JSON.stringify([key, entry])}\n`;
+        const line = JSON.stringify([key, entry]);
+        chunk += `${line}\n`;
+        this.account.line(key, line.length + 1);
+        entryChars += line.length + 1;
         count++;
         if (chunk.length >= CHUNK_CHARS) {
-          bytes += (await handle.write(chunk)).bytesWritten;
+          chars += chunk.length;
+          await handle.write(chunk);
           chunk = '';
         }
       }
-      bytes += (await handle.write(`${chunk}${JSON.stringify({ entries: count })}\n`)).bytesWritten;
+      chunk += `${JSON.stringify({ entries: count })}\n`;
+      chars += chunk.length;
+      await handle.write(chunk);
       await handle.sync();
     } finally {
       await handle.close();
@@ -274,8 +317,7 @@ export class FileStore extends MemoryStore {
     await rename(tmp, this.path);
     // A kill here leaves the log beside a snapshot that already holds it: replaying it changes nothing.
     if (await readable(this.logPath)) await truncate(this.logPath, 0);
-    this.snapshotBytes = bytes;
-    this.logBytes = 0;
+    this.account.folded(chars, chars - entryChars);
     this.appendFailed = false;
   }
 }
