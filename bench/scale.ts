@@ -81,6 +81,19 @@ async function secretsSettled(kube: Awaited<ReturnType<typeof adminClient>>): Pr
   return secrets;
 }
 
+/**
+ * Until no work queue of `run` holds a key (its metrics say), for at most 2 minutes: every
+ * watch event it was sent is learned. A stop drops what is queued (a restart relists it), so
+ * a store read after a stop holds all that was sent only once this returned.
+ */
+async function queuesIdle(run: RunningSpecGuard): Promise<void> {
+  for (let waited = 0; waited < 120_000; waited += 250) {
+    const depths = [...(await metricsOf(run)).matchAll(/^spec_guard_work_queue_depth\{[^}]*\} (\S+)$/gm)].map((m) => Number(m[1]));
+    if (depths.length && depths.every((d) => d === 0)) return;
+    await sleep(250);
+  }
+}
+
 /** The Applications spec-guard knows canonical (classified), from its metrics. */
 const canonicalKnown = (metrics: string) => Number(/spec_guard_canonical_objects\{resource="applications.argoproj.io"\} (\d+)/.exec(metrics)?.[1] ?? 0);
 
@@ -235,6 +248,7 @@ async function main(): Promise<void> {
 
     // kill -9 in the middle of the file store's largest write: the snapshot a start folds a log
     // of superseded lines into. What the store held is read from a copy: loading folds too.
+    await queuesIdle(sg);
     await sg.stop();
     await releaseLease(kube);
     await unregister(kube);
@@ -291,7 +305,9 @@ async function main(): Promise<void> {
     const sharedWritten = [...afterChange].filter(([name, s]) => fullWrite.get(name)?.rv !== s.rv).reduce((n, [, s]) => n + s.bytes, 0);
     const shards = [...afterChange.keys()].filter((name) => /-g\d+-\d+$/.test(name)).length;
     // kill -9 in the middle of its largest write: a new leader's, every entry into a new
-    // generation of shards.
+    // generation of shards. Secrets quiet for a second is no proof that the last changes are
+    // learned (at 100,000 a write waits twice as long as the last took): the queues are.
+    await queuesIdle(shared);
     await shared.stop();
     await releaseLease(kube);
     await unregister(kube);
