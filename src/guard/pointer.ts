@@ -9,8 +9,11 @@ export function parsePointer(pointer: string): string[] {
     .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
-export function formatPointer(tokens: readonly string[]): string {
-  return tokens.map((t) => `/${t.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+/** A pointer of object keys and array indexes (numbers need no escaping). */
+export function formatPointer(tokens: ReadonlyArray<string | number>): string {
+  let pointer = '';
+  for (const t of tokens) pointer += typeof t === 'number' ? `/${t}` : `/${t.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+  return pointer;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -1,14 +1,9 @@
 import { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canonical-json.js';
+import { formatPointer } from './pointer.js';
 import { isRawNumber } from '../kube/json.js';
 
 /** A path being walked: object keys, and array indexes as numbers (formatted only when reported). */
 export type WalkPath = Array<string | number>;
-
-const formatWalked = (at: WalkPath): string => {
-  let pointer = '';
-  for (const token of at) pointer += typeof token === 'number' ? `/${token}` : `/${token.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-  return pointer;
-};
 
 /** A value the walk descends into member by member: a non-null object that is no exact number. */
 const isWalkable = (value: unknown): value is object => typeof value === 'object' && value !== null && !isRawNumber(value);
@@ -28,20 +23,24 @@ export function diffValues(a: unknown, b: unknown, ignore: IgnoreTree | undefine
   if (walkA && walkB) {
     const arrayA = Array.isArray(a);
     if (arrayA !== Array.isArray(b)) {
-      out.push(formatWalked(at));
+      out.push(formatPointer(at));
       return;
     }
-    if (arrayA ? diffArrays(a as unknown[], b as unknown[], ignore, at, out) : diffObjects(a as Record<string, unknown>, b as Record<string, unknown>, ignore, at, out)) return;
+    if (!arrayA) {
+      diffObjects(a as Record<string, unknown>, b as Record<string, unknown>, ignore, at, out);
+      return;
+    }
+    if (diffArrays(a as unknown[], b as unknown[], ignore, at, out)) return;
   } else if (!walkA && !walkB && !isRawNumber(a) && !isRawNumber(b)) {
     // Two different primitives (or one absent): never the same JSON.
-    out.push(formatWalked(at));
+    out.push(formatPointer(at));
     return;
   }
   // Different shapes (an array's length, an exact number beside a plain one): equal only when they serialize alike.
-  if (canonicalJson(a, ignore) !== canonicalJson(b, ignore)) out.push(formatWalked(at));
+  if (canonicalJson(a, ignore) !== canonicalJson(b, ignore)) out.push(formatPointer(at));
 }
 
-function diffObjects(a: Record<string, unknown>, b: Record<string, unknown>, ignore: IgnoreTree | undefined, at: WalkPath, out: string[]): true {
+function diffObjects(a: Record<string, unknown>, b: Record<string, unknown>, ignore: IgnoreTree | undefined, at: WalkPath, out: string[]): void {
   let shared = 0;
   for (const key in a) {
     const sub = ignore?.[key];
@@ -56,7 +55,7 @@ function diffObjects(a: Record<string, unknown>, b: Record<string, unknown>, ign
   // Members only `b` has: looked for only when `b` has more members than those it shares.
   let count = 0;
   for (const key in b) if (ignore?.[key] !== true) count++;
-  if (count === shared) return true;
+  if (count === shared) return;
   for (const key in b) {
     const sub = ignore?.[key];
     if (sub === true || Object.hasOwn(a, key)) continue;
@@ -64,7 +63,6 @@ function diffObjects(a: Record<string, unknown>, b: Record<string, unknown>, ign
     diffValues(undefined, b[key], sub, at, out);
     at.pop();
   }
-  return true;
 }
 
 /** Arrays of one length, element by element; false when the lengths differ (compared whole). */

@@ -50,9 +50,8 @@ function* logLines(change: StateChange): Generator<LogLine> {
  */
 async function replayLog(path: string, snapshot: Snapshot, account: FoldAccount): Promise<{ committedBytes: number; committedChars: number; uncommitted: number; strayTouches: number }> {
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
-  let pending: LogRecord[] = [];
-  /** The length of each pending line. */
-  let sizes: number[] = [];
+  /** The records of the write being read, each with the length of its line. */
+  let pending: Array<[LogRecord, number]> = [];
   let bytes = 0;
   let committedBytes = 0;
   let chars = 0;
@@ -67,20 +66,19 @@ async function replayLog(path: string, snapshot: Snapshot, account: FoldAccount)
       record = JSON.parse(line) as LogRecord;
     } catch {
       // A torn last line; anything after it would make it corruption, which the caller sees as records left over.
-      pending.push({ commit: -1 });
+      pending.push([{ commit: -1 }, 0]);
       continue;
     }
     if (!('commit' in record)) {
-      pending.push(record);
-      sizes.push(line.length + 1);
+      pending.push([record, line.length + 1]);
       continue;
     }
-    if (record.commit !== pending.length || pending.some((r) => 'commit' in r)) throw new Error(`the log's write ending at byte ${bytes} is malformed`);
-    for (const [i, r] of pending.entries()) {
+    if (record.commit !== pending.length || pending.some(([r]) => 'commit' in r)) throw new Error(`the log's write ending at byte ${bytes} is malformed`);
+    for (const [r, size] of pending) {
       if ('set' in r) {
         checkEntry(r.set[0], r.set[1]);
         snapshot.entries.set(r.set[0], packEntry(r.set[1]));
-        account.line(r.set[0], sizes[i]);
+        account.line(r.set[0], size);
       } else if ('touch' in r) {
         const [key, touch] = r.touch;
         if (typeof key !== 'string' || !isTouch(touch)) throw new Error(`touch of ${String(key)} is malformed`);
@@ -95,7 +93,6 @@ async function replayLog(path: string, snapshot: Snapshot, account: FoldAccount)
       else if ('continuity' in r) snapshot.continuity = r.continuity;
     }
     pending = [];
-    sizes = [];
     committedBytes = bytes;
     committedChars = chars;
   }
@@ -117,13 +114,12 @@ function checkEntry(key: unknown, entry: CanonicalEntry | undefined): void {
  * the count), so that loading holds one entry at a time besides the result, never the
  * whole file as one string. A v1 file is one JSON document on one line.
  */
-async function readState(path: string, account: FoldAccount): Promise<{ snapshot: Snapshot; chars: number; entryChars: number; legacy: boolean }> {
+async function readState(path: string, account: FoldAccount): Promise<{ snapshot: Snapshot; chars: number; legacy: boolean }> {
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   const snapshot = emptySnapshot();
   let header: Header | undefined;
   let count: number | undefined;
   let chars = 0;
-  let entryChars = 0;
   for await (const line of lines) {
     chars += line.length + 1;
     if (!line) continue;
@@ -137,7 +133,7 @@ async function readState(path: string, account: FoldAccount): Promise<{ snapshot
           packEntry(entry);
         }
         const entries = new Map(Object.entries(first.entries));
-        return { snapshot: { entries, tombstones: new Map(Object.entries(first.tombstones)), continuity: first.continuity }, chars, entryChars: 0, legacy: true };
+        return { snapshot: { entries, tombstones: new Map(Object.entries(first.tombstones)), continuity: first.continuity }, chars, legacy: true };
       }
       if (first?.format !== FORMAT || typeof first.tombstones !== 'object') throw new Error(`not a ${FORMAT} file`);
       header = first as Header;
@@ -148,14 +144,13 @@ async function readState(path: string, account: FoldAccount): Promise<{ snapshot
       checkEntry(key, entry);
       snapshot.entries.set(key, packEntry(entry));
       account.line(key, line.length + 1);
-      entryChars += line.length + 1;
     } else {
       count = (value as { entries?: number }).entries;
       if (count !== snapshot.entries.size) throw new Error(`the trailer counts ${String(count)} entries, the file has ${snapshot.entries.size}`);
     }
   }
   if (!header || count === undefined) throw new Error('the file ends early (no trailer)');
-  return { snapshot: { entries: snapshot.entries, tombstones: new Map(Object.entries(header.tombstones)), continuity: header.continuity }, chars, entryChars, legacy: false };
+  return { snapshot: { entries: snapshot.entries, tombstones: new Map(Object.entries(header.tombstones)), continuity: header.continuity }, chars, legacy: false };
 }
 
 /**
@@ -199,7 +194,7 @@ export class FileStore extends MemoryStore {
         const read = await readState(this.path, this.account);
         this.state = read.snapshot;
         legacy = read.legacy;
-        this.account.folded(read.chars, read.chars - read.entryChars);
+        this.account.folded(read.chars);
       } else this.state = emptySnapshot();
       if (hasLog) {
         const { committedBytes, committedChars, uncommitted, strayTouches } = await replayLog(this.logPath, this.state, this.account);
@@ -289,7 +284,6 @@ export class FileStore extends MemoryStore {
     const tmp = `${this.path}.tmp-${process.pid}`;
     const handle = await open(tmp, 'w', 0o600);
     let chars = 0;
-    let entryChars = 0;
     this.account.reset();
     try {
       const header: Header = { format: FORMAT, tombstones: Object.fromEntries(this.state.tombstones), ...(this.state.continuity ? { continuity: this.state.continuity } : {}) };
@@ -299,7 +293,6 @@ export class FileStore extends MemoryStore {
         const line = JSON.stringify([key, entry]);
         chunk += `${line}\n`;
         this.account.line(key, line.length + 1);
-        entryChars += line.length + 1;
         count++;
         if (chunk.length >= CHUNK_CHARS) {
           chars += chunk.length;
@@ -317,7 +310,7 @@ export class FileStore extends MemoryStore {
     await rename(tmp, this.path);
     // A kill here leaves the log beside a snapshot that already holds it: replaying it changes nothing.
     if (await readable(this.logPath)) await truncate(this.logPath, 0);
-    this.account.folded(chars, chars - entryChars);
+    this.account.folded(chars);
     this.appendFailed = false;
   }
 }

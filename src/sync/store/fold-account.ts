@@ -33,10 +33,10 @@ export class FoldAccount {
     this.fileChars += chars;
   }
 
-  /** A snapshot of `chars` is all there is (the log empty, or not read yet); `frameChars` of it are its header and trailer. */
-  folded(chars: number, frameChars: number): void {
+  /** A snapshot of `chars`, whose entry lines were just counted, is all there is (the log empty, or not read yet): the rest of it is its header and trailer. */
+  folded(chars: number): void {
     this.fileChars = chars;
-    this.frameChars = frameChars;
+    this.frameChars = chars - this.liveChars;
   }
 
   /** Forgets every line (before a fold or a load counts them again). */
