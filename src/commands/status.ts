@@ -43,7 +43,11 @@ async function describeLayers(kube: KubeClient, policy: Policy, namespace: strin
     record,
   );
   const layers = await monitor.verify();
-  const show = (state: LayerState) => (state.intact ? `in force since revision ${state.since}` : 'NOT in force without a gap (a blind window, or not verified by spec-guard yet)');
+  const show = (state: LayerState) => {
+    const ended = state.verified?.find((p) => !state.intact || p.since !== state.since);
+    const before = ended ? ` (earlier verified in force from revision ${ended.since} to ${ended.until}: changes made within it stay attributed)` : '';
+    return (state.intact ? `in force since revision ${state.since}` : 'NOT in force without a gap (a blind window, or not verified by spec-guard yet)') + before;
+  };
   return `guard ${show(layers.guard)}; tombstone ${show(layers.tombstone)}`;
 }
 

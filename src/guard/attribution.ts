@@ -9,6 +9,19 @@ export interface LayerState {
   since?: string;
   /** The apiserver's clock at `since` (ms), for objects created later. */
   sinceTime?: number;
+  /**
+   * The periods the layer was verified in force, ended ones included (the guard layer's): a
+   * change made within one, to a copy known canonical at its start, stays attributed after
+   * the period ended.
+   */
+  verified?: Period[];
+}
+
+/** Revisions over which a layer was verified in force: from `since` (apiserver time `sinceTime`) up to `until`. */
+export interface Period {
+  since: string;
+  sinceTime: number;
+  until: string;
 }
 
 /**
@@ -30,6 +43,10 @@ export interface LayerRecord {
   resourceVersion: string;
   since: string;
   sinceTime: number;
+  /** The latest revision this version was verified in force at: one read before a GET found it unchanged. */
+  verifiedAt?: string;
+  /** The periods of the versions before it, newest first (a few: enough to outlast a blind window and a restart). */
+  earlier?: Period[];
 }
 
 /** Per admission object kind: what the store remembers, so that continuity survives restarts. */
@@ -65,6 +82,34 @@ function coversCreation(layer: LayerState, object: KubeObject): boolean {
   return layer.intact && layer.sinceTime !== undefined && created >= layer.sinceTime + CREATION_MARGIN_MS;
 }
 
+/** The verified periods that hold the object's last write (its resourceVersion, which the apiserver sets). */
+function periodsHolding(layer: LayerState, object: KubeObject): Period[] {
+  const written = revision(object.metadata?.resourceVersion);
+  if (written === undefined) return [];
+  return (layer.verified ?? []).filter((p) => {
+    const until = revision(p.until);
+    return until !== undefined && written <= until;
+  });
+}
+
+/** Was the layer verified in force over every write since `knownAt`, within one period (ended or not)? */
+function coversWithin(layer: LayerState, knownAt: string | undefined, object: KubeObject): boolean {
+  const known = revision(knownAt);
+  return (
+    known !== undefined &&
+    periodsHolding(layer, object).some((p) => {
+      const since = revision(p.since);
+      return since !== undefined && since <= known;
+    })
+  );
+}
+
+/** Was the object created and last written within one verified period (ended or not)? */
+function createdWithin(layer: LayerState, object: KubeObject): boolean {
+  const created = Date.parse(object.metadata?.creationTimestamp ?? '');
+  return periodsHolding(layer, object).some((p) => created >= p.sinceTime + CREATION_MARGIN_MS);
+}
+
 const knownAt = (entry: CanonicalEntry) => entry.knownAt ?? entry.resourceVersion;
 
 /**
@@ -75,18 +120,22 @@ const knownAt = (entry: CanonicalEntry) => entry.knownAt ?? entry.resourceVersio
  */
 export function attributeChange(layers: Layers, entry: CanonicalEntry | undefined, object: KubeObject, untrustedCreatesAllowed: boolean): Attribution {
   if (entry) {
-    // The guard layer refused every untrusted change since the copy was last canonical.
-    if (coversSince(layers.guard, knownAt(entry))) return 'trusted';
+    // The guard layer refused every untrusted change since the copy was last canonical: it
+    // holds until now, or held over every write since (the object's revision is its last).
+    if (coversSince(layers.guard, knownAt(entry)) || coversWithin(layers.guard, knownAt(entry), object)) return 'trusted';
     // Every trusted write since then was stamped: an unstamped one is not one of them.
     if (coversSince(layers.stamp, knownAt(entry))) return 'untrusted';
     return 'unattributed';
   }
-  if (!untrustedCreatesAllowed && coversCreation(layers.guard, object)) return 'trusted';
+  if (!untrustedCreatesAllowed && (coversCreation(layers.guard, object) || createdWithin(layers.guard, object))) return 'trusted';
   if (coversCreation(layers.stamp, object)) return 'untrusted';
   return 'unattributed';
 }
 
-/** Attribution of a delete that recorded no tombstone. Pure. */
+/**
+ * Attribution of a delete that recorded no tombstone. Pure. Ended periods play no part: when a
+ * delete was made is not known (a relist sees only that the object is gone).
+ */
 export function attributeDelete(layers: Layers, entry: CanonicalEntry): Attribution {
   if (coversSince(layers.guard, knownAt(entry))) return 'trusted';
   if (coversSince(layers.tombstone, knownAt(entry))) return 'untrusted';

@@ -1,7 +1,7 @@
 import { coalesce, Resources, type KubeClient } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
-import { laterRevision, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from '../guard/index.js';
+import { laterRevision, layerPeriods, succeeding, verifiedUpTo, type ContinuityRecord, type LayerRecord, type Layers, type LayerState } from '../guard/index.js';
 import type { Policy } from '../guard/index.js';
 import type { AdmissionObjects } from './registrar.js';
 import { enforcesAsRendered } from './enforced.js';
@@ -36,6 +36,11 @@ export function layerKinds(policy: Policy): LayerKinds {
  * policies and webhook configurations from a watch (about a second, measured).
  */
 export const IN_FORCE_MS = 2500;
+
+/** How often, at most, the revision a period is verified up to is stored while nothing else changed. */
+const SAVE_VERIFIED_MS = 10_000;
+/** How long a stop waits for its last verification and save: a stop during an outage must not hang. */
+const STOP_VERIFY_MS = 5000;
 
 interface Live {
   metadata: { uid?: string; resourceVersion?: string };
@@ -88,6 +93,13 @@ export class ContinuityMonitor {
   private readonly layers: LayerKinds;
   /** The result of the last verification that completed, if any. */
   private last: Layers | undefined;
+  /** The latest revision read by a list that has completed: a GET issued after it that finds a version unchanged verifies it up to there. */
+  private asOf: string | undefined;
+  /** The record as last handed to `save` (records are replaced, never changed in place). */
+  private saved: ContinuityRecord | undefined;
+  private savedAt = 0;
+  /** Set by a stop: the last verification reads the revision before its GETs, so that it covers every write made until then. */
+  private stopping = false;
 
   constructor(
     private readonly o: ContinuityOptions,
@@ -107,8 +119,29 @@ export class ContinuityMonitor {
     this.timer.unref();
   }
 
-  stop(): void {
+  /**
+   * The leader verifies once more and stores the result: every write made before the stop is
+   * then within a verified period, which a change made before a blind window that follows is
+   * attributed by (a trusted write admitted unstamped and not yet learned is not reverted).
+   */
+  async stop(): Promise<void> {
     clearInterval(this.timer);
+    if (!this.leading) return;
+    this.stopping = true;
+    const last = async () => {
+      await this.verify().catch((err: Error) => this.o.logger.warn('the last verification of the admission layers failed', { error: err.message }));
+      if (this.leading && this.record !== this.saved) await this.persist();
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_VERIFY_MS)));
+    await Promise.race([last(), timeout]).finally(() => clearTimeout(timer));
+  }
+
+  private async persist(): Promise<void> {
+    const record = this.record;
+    this.savedAt = Date.now();
+    await this.o.save(record);
+    this.saved = record;
   }
 
   /**
@@ -131,7 +164,7 @@ export class ContinuityMonitor {
   /** This replica leads (a new leader stores what it has verified) or follows. */
   async setLeading(leading: boolean): Promise<void> {
     this.leading = leading;
-    if (leading) await this.o.save(this.record);
+    if (leading) await this.persist();
   }
 
   private read(kind: string): Promise<Live | undefined> {
@@ -154,7 +187,7 @@ export class ContinuityMonitor {
   }
 
   /** The state of one object: its record when it is the recorded, unchanged version. */
-  private async checkKind(kind: string, now: number, revision: () => Promise<{ since: string; sinceTime: number }>): Promise<LayerRecord | undefined> {
+  private async checkKind(kind: string, now: number, revision: () => Promise<{ since: string; sinceTime: number }>, asOf: string | undefined): Promise<LayerRecord | undefined> {
     const live = await this.read(kind);
     const desired = this.desired[kind as keyof AdmissionObjects];
     const uid = live?.metadata.uid ?? '';
@@ -162,7 +195,9 @@ export class ContinuityMonitor {
     const recorded = this.record[kind];
     if (live && recorded && recorded.uid === uid && recorded.resourceVersion === resourceVersion) {
       this.broken.delete(kind);
-      return recorded;
+      const verified = verifiedUpTo(recorded, asOf);
+      if (verified !== recorded) this.record = { ...this.record, [kind]: verified };
+      return verified;
     }
     if (recorded && !this.broken.has(kind)) {
       this.broken.add(kind);
@@ -181,7 +216,7 @@ export class ContinuityMonitor {
     }
     if (now - seen.seenAt < IN_FORCE_MS) return undefined;
     this.pending.delete(kind);
-    const next: LayerRecord = { uid, resourceVersion, ...(await revision()) };
+    const next = succeeding({ uid, resourceVersion, ...(await revision()) }, recorded);
     this.record = { ...this.record, [kind]: next };
     this.broken.delete(kind);
     this.o.logger.info('admission layer object in force: a continuous period begins', { kind, since: next.since });
@@ -191,11 +226,17 @@ export class ContinuityMonitor {
   private async check(): Promise<Layers> {
     const now = Date.now();
     const kinds = [...new Set([...this.layers.guard, ...this.layers.stamp, ...this.layers.tombstone])];
-    let current: Promise<{ since: string; sinceTime: number }> | undefined;
-    const revision = () => (current ??= currentRevision(this.o.kube));
-    const before = JSON.stringify(this.record);
+    // Read beside the GETs, for a period that begins now and as what the next check's GETs
+    // verify up to; a stop's last check waits for it, to verify up to the stop.
+    const current = currentRevision(this.o.kube);
+    const noted = current.then((r) => void (this.asOf = this.asOf === undefined ? r.since : laterRevision(this.asOf, r.since)));
+    noted.catch(() => undefined);
+    if (this.stopping) await noted;
+    const asOf = this.asOf;
+    const before = this.record;
+    const periodsBefore = JSON.stringify(Object.values(this.record).map((r) => [r.uid, r.resourceVersion]));
     const states = new Map<string, LayerRecord | undefined>();
-    for (const kind of kinds) states.set(kind, await this.checkKind(kind, now, revision));
+    for (const kind of kinds) states.set(kind, await this.checkKind(kind, now, () => current, asOf));
     const layer = (names: string[], serving?: { since: string; sinceTime: number }): LayerState => {
       const records = names.map((k) => states.get(k));
       if (names.length === 0 || records.some((r) => !r)) return { intact: false };
@@ -204,7 +245,7 @@ export class ContinuityMonitor {
     };
     const serving = this.o.serving();
     const layers: Layers = {
-      guard: layer(this.layers.guard),
+      guard: { ...layer(this.layers.guard), verified: layerPeriods(this.layers.guard.map((k) => this.record[k])) },
       stamp: serving ? layer(this.layers.stamp, serving) : { intact: false },
       tombstone: layer(this.layers.tombstone),
     };
@@ -212,10 +253,9 @@ export class ContinuityMonitor {
     // whoever reads the metric as "in force" finds the watcher deciding with it too.
     this.last = layers;
     for (const name of ['guard', 'stamp', 'tombstone'] as const) this.o.metrics.layerIntact.set({ layer: name }, layers[name].intact ? 1 : 0);
-    if (JSON.stringify(this.record) !== before) {
-      if (this.leading) await this.o.save(this.record);
-      this.o.onEstablished();
-    }
+    const established = JSON.stringify(Object.values(this.record).map((r) => [r.uid, r.resourceVersion])) !== periodsBefore;
+    if (this.leading && this.record !== before && (established || now - this.savedAt >= SAVE_VERIFIED_MS)) await this.persist();
+    if (established) this.o.onEstablished();
     return layers;
   }
 }

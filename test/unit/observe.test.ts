@@ -238,6 +238,40 @@ describe('attribution by continuity', () => {
     expect(attributeChange(since('2026-12-02T18:26:09.500Z'), undefined, created, false)).toBe('unattributed');
   });
 
+  it('a period the guard layer was verified in force, since ended: vouches for a change written within it to a copy known canonical at its start; not for one written after it was last verified', () => {
+    const { t, object, key, entry } = setup();
+    const change = unstampedChange(object, 'v3'); // known at 100, written at 120
+    // A blind window since (the layer records a new version from 130 on); before it, verified 90 to 125.
+    const after = (until: string, since = '90'): Layers => ({ ...layers('130', '95'), guard: { intact: true, since: '130', sinceTime: 0, verified: [{ since: '130', sinceTime: 0, until: '140' }, { since, sinceTime: 0, until }] } });
+    const obs = observe(change, t.policy.rules[0]!, key, entry, undefined, t.stamper);
+    if (obs.kind !== 'changed') throw new Error('expected changed');
+    expect(resolve(obs, change, t.policy.rules[0]!, key, after('125'), t.stamper, t.ctx.now)).toMatchObject({ action: 'learn', attribution: 'trusted' });
+    // Verified only up to 119: the write at 120 may have come after the layer changed.
+    expect(resolve(obs, change, t.policy.rules[0]!, key, after('119'), t.stamper, t.ctx.now)).toMatchObject({ action: 'revert', attribution: 'untrusted' });
+    // The period began after the copy was last known canonical (101): a change before it is not vouched for.
+    expect(attributeChange(after('125', '101'), entry, change, false)).toBe('untrusted');
+    // The layer broken now, the ended period still vouches; revisions that are not numbers never do.
+    expect(attributeChange({ ...UNKNOWN_LAYERS, guard: { intact: false, verified: [{ since: '90', sinceTime: 0, until: '125' }] } }, entry, change, false)).toBe('trusted');
+    expect(attributeChange({ ...UNKNOWN_LAYERS, guard: { intact: false, verified: [{ since: '90', sinceTime: 0, until: 'x' }] } }, entry, change, false)).toBe('unattributed');
+    expect(attributeChange({ ...UNKNOWN_LAYERS, guard: { intact: false, verified: [{ since: '90', sinceTime: 0, until: '125' }] } }, entry, { ...change, metadata: { ...change.metadata, resourceVersion: 'x' } }, false)).toBe('unattributed');
+    // In warn mode the guard layer vouches for nothing, ended periods included.
+    const warn = context('mode: warn');
+    const warned = observe(change, warn.policy.rules[0]!, key, entry, undefined, warn.stamper);
+    if (warned.kind !== 'changed') throw new Error('expected changed');
+    expect(resolve(warned, change, warn.policy.rules[0]!, key, after('125'), warn.stamper, warn.ctx.now).attribution).toBe('untrusted');
+  });
+
+  it('a new object created and last written within an ended verified period is trusted where untrusted creates are refused', () => {
+    const { object } = setup();
+    const created = structuredClone(object); // written at 100
+    created.metadata!.creationTimestamp = '2026-12-02T18:26:10Z';
+    const ended = (until: string, sinceIso = '2026-12-02T18:26:00Z'): Layers => ({ ...UNKNOWN_LAYERS, guard: { intact: false, verified: [{ since: '1', sinceTime: Date.parse(sinceIso), until }] } });
+    expect(attributeChange(ended('100'), undefined, created, false)).toBe('trusted');
+    expect(attributeChange(ended('100'), undefined, created, true)).toBe('unattributed');
+    expect(attributeChange(ended('99'), undefined, created, false)).toBe('unattributed');
+    expect(attributeChange(ended('100', '2026-12-02T18:26:09.500Z'), undefined, created, false)).toBe('unattributed');
+  });
+
   it('a delete without a tombstone: trusted under the guard layer, untrusted under the tombstone layer alone, else unattributed', () => {
     const { entry } = setup();
     expect(attributeDelete(layers('90', undefined, '90'), entry)).toBe('trusted');
