@@ -40,6 +40,8 @@ export async function killDuringWrite(o: {
   /** What loading the store reported (a cut write set aside, a corrupt file moved aside). */
   reported: string[];
   restart: () => Promise<RunningSpecGuard>;
+  /** For a failed check: what the live object and the two stores say of a key that differs. */
+  explain?: (key: string, before: Snapshot, after: Snapshot) => Promise<string>;
 }): Promise<KillResult> {
   const run = await o.start();
   run.ready.catch(() => undefined); // killed before ready, as likely as not
@@ -69,8 +71,12 @@ export async function killDuringWrite(o: {
   const recreates = metric(metrics, /^spec_guard_recreates_total\{[^}]*\} (\S+)$/gm);
   const ok = problems.length === 0 && known === o.before.entries.size && reverts === 0 && recreates === 0;
   const detail = problems.length ? ` (${problems.slice(0, 3).join('; ')}${problems.length > 3 ? ', …' : ''})` : '';
+  const reverted = logs.filter((l) => l.includes('"drift reverted"')).map((l) => (JSON.parse(l) as { key: string }).key);
+  const explain = (keys: string[]) => Promise.all(keys.map((key) => o.explain!(key, o.before, after)));
+  const explained =
+    ok || !o.explain ? [] : [...(await explain(problems.slice(0, 3).map((p) => p.slice(0, p.lastIndexOf(':'))))), ...(await explain(reverted.slice(0, 3))).map((e) => `reverted by the restart: ${e}`)];
   return {
     ok,
-    line: `${o.store} store, kill -9 ${(killedAfter / 1000).toFixed(1)} s after the start, ${o.during}; of ${o.before.entries.size} entries ${problems.length} lost or changed${detail}; restarted: ${known} loaded, ${reverts} reverts, ${recreates} recreates; loading it reported: ${o.reported.length ? o.reported.join('; ') : 'nothing'} — ${ok ? 'nothing lost' : 'FAILED'}`,
+    line: `${o.store} store, kill -9 ${(killedAfter / 1000).toFixed(1)} s after the start, ${o.during}; of ${o.before.entries.size} entries ${problems.length} lost or changed${detail}; restarted: ${known} loaded, ${reverts} reverts, ${recreates} recreates; loading it reported: ${o.reported.length ? o.reported.join('; ') : 'nothing'} — ${ok ? 'nothing lost' : 'FAILED'}${explained.map((e) => `\n  ${e}`).join('')}`,
   };
 }

@@ -10,6 +10,7 @@ import autocannon from 'autocannon';
 import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlanePids, controlPlaneUp, freePort, inParallel, metricsOf, percentile, releaseLease, sleep, spawnSpecGuard, startSpecGuard, unregister, type RunningSpecGuard } from './cluster.js';
 import { spawn } from 'node:child_process';
 import { FileStore, SecretStore } from '../src/sync/index.js';
+import { valuesText, type CanonicalEntry } from '../src/guard/index.js';
 import { killDuringWrite } from './kill.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, OBJECT_BYTES, ownRevertTimes, patchMany } from './burst.js';
 import { fileURLToPath } from 'node:url';
@@ -325,6 +326,13 @@ async function main(): Promise<void> {
       load: () => secretStore().load(),
       reported: [],
       restart: () => startSpecGuard(self, config('secret'), ['--no-register'], NODE_OPTIONS),
+      explain: async (key, before, after) => {
+        const live = await kube.request<Record<string, any>>('GET', `${APPS}/${key.split('/').at(-1)}`);
+        const value = (e: CanonicalEntry | undefined) => (e ? `${/agent-v\d/.exec(valuesText(e.valuesJson))?.[0] ?? '?'} rv ${e.resourceVersion} knownAt ${e.knownAt ?? '-'} seq ${e.seq}` : 'none');
+        const writes = (live.metadata.managedFields ?? []).map((f: Record<string, string>) => `${f.manager} ${f.operation} ${f.time}`).join(', ');
+        const guard = before.continuity?.ValidatingAdmissionPolicy;
+        return `${key}: before ${value(before.entries.get(key))}; after ${value(after.entries.get(key))}; live ${live.spec.source.targetRevision} rv ${live.metadata.resourceVersion} stamp seq ${String(live.metadata.annotations?.['spec-guard.io/stamp'] ?? '').split('.')[2] ?? 'none'} (${writes}); the stored policy record ${JSON.stringify(guard)}`;
+      },
     });
     await releaseLease(kube);
     // A restart reads it all back.

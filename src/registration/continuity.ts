@@ -42,6 +42,9 @@ const SAVE_VERIFIED_MS = 10_000;
 /** How long a stop waits for its last verification and save: a stop during an outage must not hang. */
 const STOP_VERIFY_MS = 5000;
 
+/** Which version of each admission object the record holds (not how far each is verified). */
+const versions = (record: ContinuityRecord) => JSON.stringify(Object.values(record).map((r) => [r.uid, r.resourceVersion]));
+
 interface Live {
   metadata: { uid?: string; resourceVersion?: string };
   [key: string]: unknown;
@@ -229,12 +232,12 @@ export class ContinuityMonitor {
     // Read beside the GETs, for a period that begins now and as what the next check's GETs
     // verify up to; a stop's last check waits for it, to verify up to the stop.
     const current = currentRevision(this.o.kube);
-    const noted = current.then((r) => void (this.asOf = this.asOf === undefined ? r.since : laterRevision(this.asOf, r.since)));
-    noted.catch(() => undefined);
+    const noted = current.then(({ since }) => void (this.asOf = this.asOf === undefined ? since : laterRevision(this.asOf, since)));
+    noted.catch(() => undefined); // the check that needs it awaits `current` itself
     if (this.stopping) await noted;
     const asOf = this.asOf;
     const before = this.record;
-    const periodsBefore = JSON.stringify(Object.values(this.record).map((r) => [r.uid, r.resourceVersion]));
+    const versionsBefore = versions(this.record);
     const states = new Map<string, LayerRecord | undefined>();
     for (const kind of kinds) states.set(kind, await this.checkKind(kind, now, () => current, asOf));
     const layer = (names: string[], serving?: { since: string; sinceTime: number }): LayerState => {
@@ -253,7 +256,8 @@ export class ContinuityMonitor {
     // whoever reads the metric as "in force" finds the watcher deciding with it too.
     this.last = layers;
     for (const name of ['guard', 'stamp', 'tombstone'] as const) this.o.metrics.layerIntact.set({ layer: name }, layers[name].intact ? 1 : 0);
-    const established = JSON.stringify(Object.values(this.record).map((r) => [r.uid, r.resourceVersion])) !== periodsBefore;
+    // A new version recorded began a period; a verified revision advanced alone is stored at times.
+    const established = versions(this.record) !== versionsBefore;
     if (this.leading && this.record !== before && (established || now - this.savedAt >= SAVE_VERIFIED_MS)) await this.persist();
     if (established) this.o.onEstablished();
     return layers;

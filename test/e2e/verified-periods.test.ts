@@ -53,7 +53,7 @@ const rv = (name: string) => BigInt(getJson(['application', '-n', NS, name]).met
     await sleep(1500);
     kubectlOk(AGENT, ['patch', 'application', '-n', NS, 'verified-a', '--type=merge', '-p', '{"spec":{"source":{"targetRevision":"agent-v2"}}}']);
     expect((await readApplication(NS, 'verified-a'))!.metadata.annotations['spec-guard.io/stamp']).toBe(stamped);
-    await sleep(5000); // the replica verifies the layers every 2 s: the policy held past the write
+    await sleep(6000); // the replica verifies the layers every 2 s: the policy held past the write
     // A blind window: the binding is deleted, then everything is registered again.
     kubectlOk([], ['delete', 'validatingadmissionpolicybinding', 'spec-guard']);
     await sg.waitForLog(/blind window begins.*ValidatingAdmissionPolicyBinding/, 10_000);
