@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { FakeSecrets } from '../helpers/fake-secrets.js';
 import { SecretStore } from '../../src/sync/index.js';
 import { bulkyEntry, packedEqualsItsText } from '../helpers/entries.js';
@@ -20,6 +20,8 @@ async function seeded(count: number) {
 }
 
 packedEqualsItsText();
+// Thousands of 5 KB entries compressed several times over: seconds on a busy machine.
+jest.setTimeout(30_000);
 
 describe('Secret store', () => {
   it('grows its shards with the state: every Secret stays under the limit, and a reload finds every entry, journals included', async () => {
@@ -92,6 +94,31 @@ describe('Secret store', () => {
     entries.set('g/r/ns/o2', entry(1002));
     await restarted.saveEntries(entries, new Set(['g/r/ns/o1', 'g/r/ns/o2']));
     expect((await new SecretStore(fake.asKube(), 'spec-guard', 'state').load()).entries).toEqual(entries);
+  });
+
+  it('a whole-state write lets the event loop turn: each shard is compressed off the main thread and written before the next is encoded', async () => {
+    const fake = new FakeSecrets();
+    const store = new SecretStore(fake.asKube(), 'spec-guard', 'state');
+    await store.load();
+    const entries = new Map(Array.from({ length: 6000 }, (_, i) => [`g/r/ns/o${i}`, entry(i)] as const));
+    let turns = 0;
+    let turnsAtFirstWrite: number | undefined;
+    let firstWriteAt = 0;
+    const ticking = setInterval(() => turns++, 0);
+    const realPush = fake.writes.push.bind(fake.writes);
+    fake.writes.push = (...items) => {
+      if (turnsAtFirstWrite === undefined) [turnsAtFirstWrite, firstWriteAt] = [turns, performance.now()];
+      return realPush(...items);
+    };
+    const started = performance.now();
+    await store.saveEntries(entries, new Set(entries.keys()));
+    const total = performance.now() - started;
+    clearInterval(ticking);
+    expect(shardNames(fake).length).toBeGreaterThan(8);
+    // Encoding every shard before the first write held the loop for the whole state's compression.
+    expect(turnsAtFirstWrite).toBeGreaterThan(0);
+    expect(firstWriteAt - started).toBeLessThan(total / 4);
+    expect((await new SecretStore(fake.asKube(), 'spec-guard', 'state').load()).entries.size).toBe(6000);
   });
 
   it('journals are folded into a new generation of shards once they outgrow the shards', async () => {

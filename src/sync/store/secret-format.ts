@@ -1,4 +1,5 @@
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gunzipSync, gzip } from 'node:zlib';
 import type { CanonicalEntry, Tombstone } from '../../guard/index.js';
 import type { Secret } from '../../kube/index.js';
 import { applyTouch, type Touch } from './touch.js';
@@ -41,7 +42,13 @@ export const touchIn = (value: Journal[string]): Touch | undefined => (value && 
 /** Bytes of an encoded Secret's data: what counts against its 1 MiB. */
 export const encodedBytes = (data: Record<string, string>) => Object.values(data).reduce((n, v) => n + v.length, 0);
 
-export const gzipJson = (value: unknown): string => gzipSync(JSON.stringify(value)).toString('base64');
+const gzipAsync = promisify(gzip);
+/**
+ * JSON, gzipped on libuv's threadpool: a whole-state write at 100,000 objects compresses
+ * hundreds of MB, which on the main thread held the event loop (admission reviews) for
+ * seconds, past the webhooks' 3 s timeout.
+ */
+export const gzipJson = async (value: unknown): Promise<string> => (await gzipAsync(JSON.stringify(value))).toString('base64');
 export const gunzipJson = (raw: string): unknown => JSON.parse(gunzipSync(Buffer.from(raw, 'base64')).toString('utf8'));
 
 /**

@@ -155,10 +155,10 @@ export class SecretStore implements CanonicalStore {
     const last = this.lastJournal;
     const appendable = last && last.index === layout.journal - 1 && (this.sizes.get(this.journalName(layout, last.index)) ?? Infinity) < JOURNAL_APPEND_BYTES;
     let first = appendable ? last.index : layout.journal;
-    let chunks = this.encodeChunks(appendable ? mergeJournal(last.content, delta) : delta);
+    let chunks = await this.encodeChunks(appendable ? mergeJournal(last.content, delta) : delta);
     if (appendable && chunks.length > 1) {
       first = layout.journal;
-      chunks = this.encodeChunks(delta);
+      chunks = await this.encodeChunks(delta);
     }
     for (const [i, chunk] of chunks.entries()) await this.writeShard(this.journalName(layout, first + i), chunk.data);
     const journal = Math.max(layout.journal, first + chunks.length);
@@ -167,13 +167,13 @@ export class SecretStore implements CanonicalStore {
   }
 
   /** `content` encoded in as few Secrets as fit (halving until each is under GROW_BYTES). */
-  private encodeChunks(content: Journal): Array<{ content: Journal; data: Record<string, string> }> {
-    const data = this.encode(content);
+  private async encodeChunks(content: Journal): Promise<Array<{ content: Journal; data: Record<string, string> }>> {
+    const data = await this.encode(content);
     const keys = Object.keys(content);
     if (encodedBytes(data) <= GROW_BYTES || keys.length < 2) return [{ content, data }];
     const half = Math.ceil(keys.length / 2);
     const part = (from: number, to: number) => Object.fromEntries(keys.slice(from, to).map((k) => [k, content[k]!]));
-    return [...this.encodeChunks(part(0, half)), ...this.encodeChunks(part(half, keys.length))];
+    return [...(await this.encodeChunks(part(0, half))), ...(await this.encodeChunks(part(half, keys.length)))];
   }
 
   /**
@@ -219,7 +219,7 @@ export class SecretStore implements CanonicalStore {
   }
 
   /** Whole entries (and removals) under ENTRIES_KEY, touches (if any) under TOUCHES_KEY. */
-  private encode(content: Journal): Record<string, string> {
+  private async encode(content: Journal): Promise<Record<string, string>> {
     const whole: Record<string, CanonicalEntry | null> = {};
     const touches: Record<string, Touch> = {};
     for (const [key, value] of Object.entries(content)) {
@@ -227,7 +227,7 @@ export class SecretStore implements CanonicalStore {
       if (touch) touches[key] = touch;
       else whole[key] = value as CanonicalEntry | null;
     }
-    return { [ENTRIES_KEY]: gzipJson(whole), ...(Object.keys(touches).length ? { [TOUCHES_KEY]: gzipJson(touches) } : {}) };
+    return { [ENTRIES_KEY]: await gzipJson(whole), ...(Object.keys(touches).length ? { [TOUCHES_KEY]: await gzipJson(touches) } : {}) };
   }
 
   private async writeShard(name: string, data: Record<string, string>): Promise<void> {
@@ -241,19 +241,26 @@ export class SecretStore implements CanonicalStore {
    * a Secret), switches the index to it, then removes the shards of earlier generations.
    */
   private async reshard(entries: ReadonlyMap<string, CanonicalEntry>, shards: number): Promise<void> {
-    const generation = (this.layout?.generation ?? 0) + 1;
-    let encoded: Array<Record<string, string>>;
-    for (;;) {
-      encoded = [...this.group(entries, shards).values()].map((content) => this.encode(content));
-      if (encoded.every((data) => encodedBytes(data) <= GROW_BYTES)) break;
-      shards *= 2;
-    }
-    const next: Layout = { generation, shards, journal: 0 };
-    for (const [i, data] of encoded.entries()) await this.writeShard(this.shardName(next, i), data);
+    let next: Layout = { generation: (this.layout?.generation ?? 0) + 1, shards, journal: 0 };
+    while (!(await this.writeShards(entries, next))) next = { ...next, shards: next.shards * 2 };
     await this.writeIndex(next);
     this.lastJournal = undefined;
     this.legacy = false;
-    await this.removeEarlierShards(generation);
+    await this.removeEarlierShards(next.generation);
+  }
+
+  /**
+   * Each shard encoded just before it is written, so the event loop (admission) turns between
+   * shards. False at the first one too big: a layout with more shards writes over these (the
+   * index does not count them yet).
+   */
+  private async writeShards(entries: ReadonlyMap<string, CanonicalEntry>, layout: Layout): Promise<boolean> {
+    for (const [i, content] of this.group(entries, layout.shards)) {
+      const data = await this.encode(content);
+      if (encodedBytes(data) > GROW_BYTES) return false;
+      await this.writeShard(this.shardName(layout, i), data);
+    }
+    return true;
   }
 
   /** Switches the index to `layout` (one write: what a load reads from then on). */
