@@ -16,16 +16,16 @@ export interface KillResult {
  * copy): a trusted write the stopped leader had not stored, which the start learned from
  * its stamp. A cut write cannot make one of those.
  */
-function compare(before: Snapshot, after: Snapshot): { problems: string[]; learned: number } {
-  const problems: string[] = [];
+function compare(before: Snapshot, after: Snapshot): { problems: Array<{ key: string; what: 'missing' | 'changed' }>; learned: number } {
+  const problems: Array<{ key: string; what: 'missing' | 'changed' }> = [];
   let learned = 0;
   for (const [key, entry] of before.entries) {
     const now = after.entries.get(key);
     // Values compare by their text: a store packs each entry as it reads it (two reads, two packed objects).
     const same = now && valuesText(now.valuesJson) === valuesText(entry.valuesJson) && now.viewHash === entry.viewHash && now.uid === entry.uid;
-    if (!now) problems.push(`${key}: missing`);
+    if (!now) problems.push({ key, what: 'missing' });
     else if (!same && now.uid === entry.uid && (now.seq ?? 0) > (entry.seq ?? 0)) learned++;
-    else if (!same) problems.push(`${key}: changed`);
+    else if (!same) problems.push({ key, what: 'changed' });
   }
   return { problems, learned };
 }
@@ -78,11 +78,11 @@ export async function killDuringWrite(o: {
   const reverts = metric(metrics, /^spec_guard_reverts_total\{[^}]*\} (\S+)$/gm);
   const recreates = metric(metrics, /^spec_guard_recreates_total\{[^}]*\} (\S+)$/gm);
   const ok = problems.length === 0 && known === o.before.entries.size && reverts === 0 && recreates === 0;
-  const detail = problems.length ? ` (${problems.slice(0, 3).join('; ')}${problems.length > 3 ? ', …' : ''})` : '';
+  const detail = problems.length ? ` (${problems.slice(0, 3).map((p) => `${p.key}: ${p.what}`).join('; ')}${problems.length > 3 ? ', …' : ''})` : '';
   const reverted = logs.filter((l) => l.includes('"drift reverted"')).map((l) => (JSON.parse(l) as { key: string }).key);
   const explain = (keys: string[]) => Promise.all(keys.map((key) => o.explain!(key, o.before, after)));
   const explained =
-    ok || !o.explain ? [] : [...(await explain(problems.slice(0, 3).map((p) => p.slice(0, p.lastIndexOf(':'))))), ...(await explain(reverted.slice(0, 3))).map((e) => `reverted by the restart: ${e}`)];
+    ok || !o.explain ? [] : [...(await explain(problems.slice(0, 3).map((p) => p.key))), ...(await explain(reverted.slice(0, 3))).map((e) => `reverted by the restart: ${e}`)];
   return {
     ok,
     line: `${o.store} store, kill -9 ${(killedAfter / 1000).toFixed(1)} s after the start, ${o.during}; of ${o.before.entries.size} entries ${problems.length} lost or changed${detail} (${learned} newer: trusted writes learned since); restarted: ${known} loaded, ${reverts} reverts, ${recreates} recreates; loading it reported: ${o.reported.length ? o.reported.join('; ') : 'nothing'} — ${ok ? 'nothing lost' : 'FAILED'}${explained.map((e) => `\n  ${e}`).join('')}`,

@@ -58,7 +58,8 @@ export type Attribution = 'trusted' | 'untrusted' | 'unattributed';
 /** A created object's creationTimestamp has one-second resolution: this much after `sinceTime` it is surely later. */
 const CREATION_MARGIN_MS = 2000;
 
-const revision = (rv: string | undefined): bigint | undefined => (rv && /^\d{1,20}$/.test(rv) ? BigInt(rv) : undefined);
+/** An etcd revision as a number; anything else is none (and vouches for nothing). */
+export const revision = (rv: string | undefined): bigint | undefined => (rv && /^\d{1,20}$/.test(rv) ? BigInt(rv) : undefined);
 
 /** The later of two revisions; a revision that is not a number sorts last, so nothing is covered by it. */
 export function laterRevision(a: string, b: string): string {

@@ -1,9 +1,7 @@
-import type { LayerRecord, Period } from './attribution.js';
+import { revision, type LayerRecord, type Period } from './attribution.js';
 
 /** How many ended periods each admission object's record keeps: enough to outlast a blind window and a restart. */
 export const EARLIER_PERIODS = 3;
-
-const revision = (rv: string): bigint | undefined => (/^\d{1,20}$/.test(rv) ? BigInt(rv) : undefined);
 
 /** The period a record's version has been verified over so far (a record stored before `verifiedAt` existed: its start alone). */
 export const periodOf = (record: LayerRecord): Period => ({ since: record.since, sinceTime: record.sinceTime, until: record.verifiedAt ?? record.since });
@@ -13,7 +11,7 @@ export const periodsOf = (record: LayerRecord): Period[] => [periodOf(record), .
 
 /** The record's version verified in force up to `asOf`, when that is later than it was (else the same record). */
 export function verifiedUpTo(record: LayerRecord, asOf: string | undefined): LayerRecord {
-  const at = asOf === undefined ? undefined : revision(asOf);
+  const at = revision(asOf);
   const until = revision(periodOf(record).until);
   return at !== undefined && until !== undefined && at > until ? { ...record, verifiedAt: asOf } : record;
 }
@@ -29,10 +27,10 @@ export const succeeding = (next: Omit<LayerRecord, 'earlier' | 'verifiedAt'>, re
 function overlap(a: Period, b: Period): Period | undefined {
   const [as, bs, au, bu] = [a.since, b.since, a.until, b.until].map(revision);
   if (as === undefined || bs === undefined || au === undefined || bu === undefined) return undefined;
-  const since = as >= bs ? a : b;
-  const until = au <= bu ? a.until : b.until;
-  if (revision(since.since)! > revision(until)!) return undefined;
-  return { since: since.since, sinceTime: Math.max(a.sinceTime, b.sinceTime), until };
+  const [since, from] = as >= bs ? [a.since, as] : [b.since, bs];
+  const [until, to] = au <= bu ? [a.until, au] : [b.until, bu];
+  if (from > to) return undefined;
+  return { since, sinceTime: Math.max(a.sinceTime, b.sinceTime), until };
 }
 
 /**
