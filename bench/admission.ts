@@ -16,11 +16,14 @@ import { createCA, createServingCert } from '../src/certs/index.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 import { processCpuMicros } from './process-cpu.js';
 import { barChart, savePicture } from './svg.js';
+import { residentMb, SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
 import { benchConfig, workload } from './workload.js';
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 16;
+/** Other Node.js options for spec-guard, each a row beside the shipped ones, separated by "|" (BENCH_NODE_OPTIONS). */
+const VARIANTS = (process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolean);
 
 
 const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
@@ -88,15 +91,19 @@ async function main(): Promise<void> {
   const go = buildGoWebhook();
   const w = workload(25_000);
 
+  const specGuard = (name: string, port: number, options: string) => ({
+    name,
+    port,
+    command: process.execPath,
+    args: [...shippedFlags(options), cli, 'serve', '--standalone', '--config', join(dir, 'config.yaml'), '--port', String(port), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--tls-cert-file', crt, '--tls-key-file', key, '--log-level', 'warn'],
+  });
+  // spec-guard runs with the shipped Node.js options (manifests/), the bare server with Node's
+  // defaults: the floor. Other options for spec-guard are compared in rows of their own.
   const servers = [
     { name: 'bare Node (parse, allow)', port: 19444, command: process.execPath, args: [bare, 'parse', crt, key, '19444'] },
     { name: 'minimal Go webhook', port: 19446, command: go, args: [crt, key, '127.0.0.1:19446', GO_TRUSTED_USER] },
-    {
-      name: 'spec-guard',
-      port: 19445,
-      command: process.execPath,
-      args: [cli, 'serve', '--standalone', '--config', join(dir, 'config.yaml'), '--port', '19445', '--metrics-port', '0', '--bind-address', '127.0.0.1', '--tls-cert-file', crt, '--tls-key-file', key, '--log-level', 'warn'],
-    },
+    specGuard('spec-guard', 19445, SHIPPED_OPTIONS),
+    ...VARIANTS.map((options, i) => specGuard(`spec-guard, ${options}`, 19447 + i, options)),
   ];
   const cases = [
     { name: '/validate untrusted change', path: '/validate', body: w.untrustedUpdate, target: 1.3 },
@@ -106,7 +113,7 @@ async function main(): Promise<void> {
   try {
     console.log(
       `bench/admission: Application of ${w.objectBytes} bytes (AdmissionReview ${w.untrustedUpdate.length} bytes), HTTPS keep-alive, ` +
-        `${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per server and case; medians`,
+        `${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per server and case; medians; spec-guard with NODE_OPTIONS=${SHIPPED_OPTIONS} (shipped)`,
     );
     console.log(`${'case'.padEnd(28)} | ${'server'.padEnd(24)} | CPU µs/review |  req/s | p99 ms | errors`);
     const groups: Array<{ label: string; bars: Array<{ label: string; value: number }> }> = [];
@@ -120,12 +127,15 @@ async function main(): Promise<void> {
         const s = samples[i]!;
         const errors = s.reduce((n, x) => n + x.errors, 0);
         console.log(
-          `${c.name.padEnd(28)} | ${server.name.padEnd(24)} | ${cpu[i]!.toFixed(0).padStart(13)} | ${median(s.map((x) => x.rps)).toFixed(0).padStart(6)} | ${String(median(s.map((x) => x.p99))).padStart(6)} | ${errors}`,
+          `${c.name.padEnd(28)} | ${server.name.padEnd(Math.max(24, ...servers.map((x) => x.name.length)))} | ${cpu[i]!.toFixed(0).padStart(13)} | ${median(s.map((x) => x.rps)).toFixed(0).padStart(6)} | ${String(median(s.map((x) => x.p99))).padStart(6)} | ${errors}`,
         );
       });
-      console.log(`  → spec-guard CPU per review: ${(cpu[2]! / cpu[0]!).toFixed(2)}× the bare server (target ≤ ${c.target}×), ${(cpu[2]! / cpu[1]!).toFixed(2)}× the Go webhook`);
+      for (let i = 2; i < servers.length; i++) {
+        console.log(`  → ${servers[i]!.name} CPU per review: ${(cpu[i]! / cpu[0]!).toFixed(2)}× the bare server (target ≤ ${c.target}×), ${(cpu[i]! / cpu[1]!).toFixed(2)}× the Go webhook`);
+      }
       groups.push({ label: `${c.name} (spec-guard ${(cpu[2]! / cpu[0]!).toFixed(2)}× bare)`, bars: servers.map((server, i) => ({ label: server.name, value: cpu[i]! })) });
     }
+    console.log(`peak RSS after the rounds: ${servers.map((server, i) => `${server.name} ${residentMb(children[i]!.pid!, 'VmHWM').toFixed(0)} MiB`).join(', ')}`);
     console.log(`picture: ${savePicture('admission-cpu.svg', barChart(`bench:admission, CPU µs per review (${w.objectBytes}-byte Application, medians of ${ROUNDS} rounds)`, 'CPU µs per review', groups))}`);
     await floodSection(servers[2]!.port, w.trustedUpdate, w.untrustedUpdate);
   } finally {

@@ -15,14 +15,13 @@ import { killDuringWrite } from './kill.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, OBJECT_BYTES, ownRevertTimes, patchMany } from './burst.js';
 import { fileURLToPath } from 'node:url';
 import { lineChart, savePicture } from './svg.js';
+import { residentMb, SHIPPED_OPTIONS } from './shipped-options.js';
 
 const COUNT = Number(process.env.BENCH_OBJECTS ?? 10_000);
 /**
- * The Node.js options manifests/ gives the container, as production runs it; sized for 10,000
- * objects. Past that they follow the sizing rule (docs/operations.md): a heap limit of 128 MB +
- * 8 KB per object and a 32 MiB young generation.
+ * The shipped Node.js options are sized for 10,000 objects. Past that they follow the sizing
+ * rule (docs/operations.md): a heap limit of 128 MB + 8 KB per object and a 32 MiB young generation.
  */
-const SHIPPED_OPTIONS = readFileSync(new URL('../../manifests/base/deployment.yaml', import.meta.url), 'utf8').match(/name: NODE_OPTIONS\s+value: (.+)/)![1]!.trim();
 const shippedFor = (count: number) =>
   count <= 10_000 ? SHIPPED_OPTIONS : SHIPPED_OPTIONS.replace(/--max-old-space-size=\d+/, `--max-old-space-size=${Math.ceil(128 + (count * 8) / 1024)}`).replace(/--max-semi-space-size=\d+/, '--max-semi-space-size=32');
 const SHIPPED = shippedFor(COUNT);
@@ -33,8 +32,6 @@ const BATCH = Math.min(1000, COUNT);
 const batchNames = Array.from({ length: BATCH }, (_, i) => `scale-${i}`);
 /** Further settings to compare with the shipped ones, separated by "|" (BENCH_NODE_OPTIONS). */
 const VARIANTS = [SHIPPED, ...(process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolean)];
-
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 async function p99(port: number, body: string): Promise<{ p50: number; p99: number; errors: number }> {
   const r = await autocannon({ url: `https://127.0.0.1:${port}/validate`, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections: 4, overallRate: 500, duration: 5 });
@@ -176,9 +173,9 @@ async function main(): Promise<void> {
     const file = join(dir, `curve-${count}.yaml`);
     writeFileSync(file, readFileSync(config('file'), 'utf8').replace('state.json', `curve-${count}.json`));
     const run = await startSpecGuard(self, file, ['--no-register'], shippedFor(count));
-    const rssReady = rssMb(run.child.pid!);
+    const rssReady = residentMb(run.child.pid!);
     await sleep(5000);
-    const rssSteady = rssMb(run.child.pid!);
+    const rssSteady = residentMb(run.child.pid!);
     await run.stop();
     await releaseLease(kube);
     return { count, readyS: run.startMs / 1000, rssReady, rssSteady, listS: await listAlone() };
@@ -213,9 +210,9 @@ async function main(): Promise<void> {
     const memory: string[] = [];
     for (const options of VARIANTS.slice(1)) {
       const run = await startSpecGuard(self, config('file'), ['--no-register'], options);
-      const ready = rssMb(run.child.pid!);
+      const ready = residentMb(run.child.pid!);
       await sleep(5000);
-      memory.push(`  ${options.padEnd(56)} ready in ${(run.startMs / 1000).toFixed(1)} s, RSS ready ${ready.toFixed(0)} MB, steady ${rssMb(run.child.pid!).toFixed(0)} MB`);
+      memory.push(`  ${options.padEnd(56)} ready in ${(run.startMs / 1000).toFixed(1)} s, RSS ready ${ready.toFixed(0)} MB, steady ${residentMb(run.child.pid!).toFixed(0)} MB`);
       await run.stop();
       await releaseLease(kube);
     }
@@ -223,11 +220,11 @@ async function main(): Promise<void> {
     const statePath = join(dir, 'state.json');
     // Registered (stamp webhook, policy): the agent's writes below are stamped, as in production.
     const sg = await startSpecGuard(self, config('file'), [], NODE_OPTIONS);
-    const rssReady = rssMb(sg.child.pid!);
+    const rssReady = residentMb(sg.child.pid!);
     // Ready means listed and serving; the objects listed are classified by the work queue, which may still run.
     const classifiedMs = await everyObjectClassified(sg);
     await sleep(Math.max(0, 5000 - (classifiedMs - sg.startMs))); // leadership, store written, steady state
-    const rssSteady = rssMb(sg.child.pid!);
+    const rssSteady = residentMb(sg.child.pid!);
     const metrics = await metricsOf(sg);
     const canonical = canonicalKnown(metrics);
     const heapUsedMb = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1]) / 1024 / 1024;
@@ -286,7 +283,7 @@ async function main(): Promise<void> {
     // The Secret store (the one several replicas share), the same objects: a new leader
     // writes it all once; then the cost of BATCH changed objects.
     const shared = await startSpecGuard(self, config('secret'), [], NODE_OPTIONS);
-    const sharedReadyRss = rssMb(shared.child.pid!);
+    const sharedReadyRss = residentMb(shared.child.pid!);
     // Written once every object is classified and the store has been written (its usage gauge
     // is set after each write), then quiet.
     const storedAll = async () => {
@@ -298,7 +295,7 @@ async function main(): Promise<void> {
     for (let waited = 0; !((await storedAll()) && (await layersIn(shared))) && waited < 300_000; waited += 500) await sleep(500);
     await sleep(3000);
     const fullWrite = await secretsSettled(kube);
-    const sharedSteadyRss = rssMb(shared.child.pid!);
+    const sharedSteadyRss = residentMb(shared.child.pid!);
     const sharedBytes = [...fullWrite.values()].reduce((n, s) => n + s.bytes, 0);
     await patchMany(kube, AGENT, batchNames, 'agent-v3');
     for (let waited = 0; JSON.stringify([...(await stateSecrets(kube))]) === JSON.stringify([...fullWrite]) && waited < 120_000; waited += 250) await sleep(250);

@@ -15,7 +15,10 @@ export function parseReview(body: unknown): AdmissionRequest {
     const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.length ? i.path.join('.') : 'body'}: ${i.message}`);
     throw new BadReviewError(`not an AdmissionReview spec-guard can answer: ${issues.join('; ')}`);
   }
-  return parsed.data.request as AdmissionRequest;
+  // The body's own request, not zod's output: zod's copy (strip mode) holds only the members
+  // the schema checks, not the spec the decision compares. Those members are the same values
+  // in both; the others pass unchecked, as they did through loose objects.
+  return (body as { request: AdmissionRequest }).request;
 }
 
 /** The AdmissionReview answering `uid` with `decision`. */

@@ -6,6 +6,7 @@ import { createLogger } from '../../src/log/index.js';
 import { Metrics } from '../../src/metrics/index.js';
 import { AdmissionBudget } from '../../src/webhook/admission-budget.js';
 import { HttpError } from '../../src/webhook/body.js';
+import { parseReview } from '../../src/webhook/review.js';
 import { authenticate, decideReview, observeDecision, readReview, withTombstone } from '../../src/webhook/pipeline.js';
 import { context, review } from '../helpers/admission.js';
 
@@ -39,6 +40,20 @@ describe('the admission pipeline, step by step', () => {
     expect(request.operation).toBe('UPDATE');
     await expect(readReview(body('{"kind":"Pod"}'), new AdmissionBudget(), Date.now())).rejects.toMatchObject({ status: 400 });
     await expect(readReview(body('not json'), new AdmissionBudget(), Date.now())).rejects.toBeInstanceOf(HttpError);
+  });
+
+  it('parseReview: checks the envelope and hands over the body\'s own request, not a copy of it (its spec reaches the decision untouched)', () => {
+    const real = review('alice-update-spec');
+    const request = parseReview(real);
+    expect(request).toBe(real.request);
+    expect(request.object!.spec).toBe(real.request.object!.spec);
+    expect(request.object!.metadata!.managedFields).toBe(real.request.object!.metadata!.managedFields);
+    const badLabel = structuredClone(real);
+    badLabel.request.oldObject!.metadata!.labels = { team: 7 } as unknown as Record<string, string>;
+    expect(() => parseReview(badLabel)).toThrow(/request\.oldObject\.metadata\.labels\.team/);
+    const badUser = structuredClone(real);
+    badUser.request.userInfo.groups = ['ok', 'x'.repeat(1025)];
+    expect(() => parseReview(badUser)).toThrow(/request\.userInfo\.groups\.1/);
   });
 
   it('decideReview: reads the labels of a namespace it does not know before deciding, when rules select namespaces by label', async () => {
