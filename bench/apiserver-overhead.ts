@@ -24,6 +24,7 @@ import { Policy } from '../src/guard/index.js';
 import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, metricsOf, percentile, releaseLease, sleep, startSpecGuard, type RunningSpecGuard } from './cluster.js';
 import { processCpuMicros } from './process-cpu.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
+import { SHIPPED_OPTIONS } from './shipped-options.js';
 
 const WRITERS = 8;
 const UPDATES_PER_WRITER = Number(process.env.BENCH_UPDATES ?? 40);
@@ -142,7 +143,7 @@ async function main(): Promise<void> {
       name: 'policy + spec-guard',
       up: async () => {
         await releaseLease(kube);
-        const sg = await startSpecGuard(self, configFile);
+        const sg = await startSpecGuard(self, configFile, [], SHIPPED_OPTIONS);
         specGuard = sg;
         return async () => {
           specGuard = undefined;

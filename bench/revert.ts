@@ -12,6 +12,7 @@ import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTime
 import { buildGoReverter } from './go-peer.js';
 import { barChart, cdfChart, savePicture } from './svg.js';
 import { processCpuMicros } from './process-cpu.js';
+import { SHIPPED_OPTIONS } from './shipped-options.js';
 
 const DRIFTS = Number(process.env.BENCH_DRIFTS ?? 200);
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
@@ -41,7 +42,8 @@ async function main(): Promise<void> {
   await unregister(kube);
   await sleep(2000); // the apiserver drops a deleted policy at its next refresh
   await releaseLease(kube);
-  const sg = await startSpecGuard(self, config, ['--no-register']);
+  // As production runs it: the shipped Node.js options (manifests/).
+  const sg = await startSpecGuard(self, config, ['--no-register'], SHIPPED_OPTIONS);
   try {
     await sleep(1000); // listed and learned from its stamp
     // One watch sees both the bypassing write and the revert, in order: the latency is the
