@@ -298,7 +298,14 @@ async function main(): Promise<void> {
     const sharedSteadyRss = residentMb(shared.child.pid!);
     const sharedBytes = [...fullWrite.values()].reduce((n, s) => n + s.bytes, 0);
     await patchMany(kube, AGENT, batchNames, 'agent-v3');
-    for (let waited = 0; JSON.stringify([...(await stateSecrets(kube))]) === JSON.stringify([...fullWrite]) && waited < 120_000; waited += 250) await sleep(250);
+    // A write after the whole state's may wait twice as long as that one took (store-writer.ts):
+    // up to 300 s, and the line says so when nothing was written by then (not "0.00 MB").
+    const changeWaitMs = 300_000;
+    let changeWritten = false;
+    for (let waited = 0; !changeWritten && waited < changeWaitMs; waited += 250) {
+      changeWritten = JSON.stringify([...(await stateSecrets(kube))]) !== JSON.stringify([...fullWrite]);
+      if (!changeWritten) await sleep(250);
+    }
     const afterChange = await secretsSettled(kube);
     const sharedWritten = [...afterChange].filter(([name, s]) => fullWrite.get(name)?.rv !== s.rv).reduce((n, [, s]) => n + s.bytes, 0);
     const shards = [...afterChange.keys()].filter((name) => /-g\d+-\d+$/.test(name)).length;
@@ -337,7 +344,7 @@ async function main(): Promise<void> {
     const rereadMs = reread.startMs;
     await reread.stop();
     await releaseLease(kube);
-    const secretLine = `secret store: ${shards} shards, ${(sharedBytes / 1024 / 1024).toFixed(1)} MB compressed in Secrets (${(sharedBytes / COUNT).toFixed(0)} bytes per object); first start to ready ${(shared.startMs / 1000).toFixed(1)} s, RSS ${sharedReadyRss.toFixed(0)} MB ready, ${sharedSteadyRss.toFixed(0)} MB once written; ${BATCH} changed objects wrote ${(sharedWritten / 1024 / 1024).toFixed(2)} MB (journal and index); restart to ready (reading the shards back) ${(rereadMs / 1000).toFixed(1)} s`;
+    const secretLine = `secret store: ${shards} shards, ${(sharedBytes / 1024 / 1024).toFixed(1)} MB compressed in Secrets (${(sharedBytes / COUNT).toFixed(0)} bytes per object); first start to ready ${(shared.startMs / 1000).toFixed(1)} s, RSS ${sharedReadyRss.toFixed(0)} MB ready, ${sharedSteadyRss.toFixed(0)} MB once written; ${BATCH} changed objects wrote ${changeWritten ? `${(sharedWritten / 1024 / 1024).toFixed(2)} MB (journal and index)` : `nothing within ${changeWaitMs / 1000} s`}; restart to ready (reading the shards back) ${(rereadMs / 1000).toFixed(1)} s`;
     const sgAgain = await startSpecGuard(self, config('file'), [], NODE_OPTIONS);
     await sleep(5000); // leadership, the changes made meanwhile learned and stored: steady state
     // The relist that follows the layers coming into force classifies every object again (at
