@@ -8,6 +8,8 @@ import { touches, touchOf, type CanonicalStore, type Touch } from './store/index
 /** Store writes wait at least this long, and at least twice as long as the last write took. */
 const STORE_FLUSH_MS = 100;
 const RETRY_MS = 2000;
+/** Longest a hold keeps writes back: a first list of 100,000 objects takes about 20 s on two shared cores. */
+const MAX_HOLD_MS = 60_000;
 
 /**
  * Writes the canonical cache to the store: the keys that changed, batched; an entry whose
@@ -28,6 +30,8 @@ export class StoreWriter {
   private lastFlushMs = 0;
   private flushing: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Writes wait while this is set (a start's first list): see hold(). */
+  private held: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: CanonicalStore,
@@ -70,6 +74,27 @@ export class StoreWriter {
     this.schedule();
   }
 
+  /**
+   * Holds writes back until release() (or `maxMs`): a start's first list learns every object,
+   * and writing the state as it grows rewrote it again and again (a Secret store rewrites it
+   * whole while most of it is new), competing with the list for the apiserver. Nothing is at
+   * risk meanwhile: what the list learns is on the objects (their stamps) and is learned again
+   * by the next start's list; a stopping leader writes what it holds (stop()).
+   */
+  hold(maxMs = MAX_HOLD_MS): void {
+    clearTimeout(this.held);
+    this.held = setTimeout(() => this.release(), maxMs);
+    this.held.unref();
+  }
+
+  /** Writes what the hold kept back, and from now on as changes come. */
+  release(): void {
+    if (!this.held) return;
+    clearTimeout(this.held);
+    this.held = undefined;
+    if (this.dirty.size > 0) this.schedule();
+  }
+
   /** Another replica leads: it writes from now on. */
   follow(): void {
     this.leading = false;
@@ -79,12 +104,13 @@ export class StoreWriter {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.held);
     await this.flushing;
     await this.flush();
   }
 
   private schedule(): void {
-    if (this.timer || this.stopped) return;
+    if (this.timer || this.stopped || this.held) return;
     // Under churn, write less often, not more: the next write waits twice as long as the last took.
     this.timer = setTimeout(() => {
       this.flushing = this.flushing.then(() => this.flush());

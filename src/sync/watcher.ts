@@ -173,7 +173,9 @@ export class Watcher {
       this.watchingSince.set(`${group}/${resource}`, Date.now());
     }
     this.d.namespaces?.onChange((namespace, before, after) => this.onNamespaceChanged(namespace, before, after));
+    this.writer.hold();
     await Promise.all(this.resources.map((r) => r.informer.start()));
+    this.writer.release();
     this.started = true;
     if (this.leading && !this.stopped) this.tombstones.lead();
   }
