@@ -44,8 +44,44 @@ export interface RequestOptions {
 /** A request body as sent: text as is, anything else as JSON. */
 const bodyText = (body: unknown): string => (typeof body === 'string' ? body : JSON.stringify(body));
 
+/**
+ * Where calls go, parsed once: the server's host, port and path prefix (an apiserver behind a
+ * proxy, as `https://rancher.example/k8s/clusters/c-1`, is served under that prefix).
+ */
+interface Target {
+  transport: typeof http | typeof https;
+  hostname: string;
+  port: number;
+  prefix: string;
+}
+
+function targetOf(server: string): Target {
+  const url = new URL(server);
+  const secure = url.protocol === 'https:';
+  // An IPv6 literal's brackets belong to the URL, not to the address.
+  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  return { transport: secure ? https : http, hostname, port: Number(url.port) || (secure ? 443 : 80), prefix: url.pathname.replace(/\/+$/, '') };
+}
+
+/** `path` under the server's prefix, with the query's defined members, percent-encoded. */
+export function requestPath(prefix: string, path: string, query: Record<string, string | undefined> | undefined): string {
+  let search = '';
+  for (const key in query) {
+    const value = query[key];
+    if (value !== undefined) search += `${search ? '&' : '?'}${encodeURIComponent(key)}=${encodeURIComponent(value)}`;
+  }
+  return prefix + path + search;
+}
+
+/** What a call got back: status, headers and the body's bytes (undefined when none were kept). */
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer | undefined;
+}
+
 export class KubeClient {
-  private readonly server: URL;
+  private readonly target: Target;
   /** Calls: at most REQUEST_SOCKETS connections at once; more wait for one. */
   private readonly agent: http.Agent;
   /** Watches: one connection each for as long as it runs, never taken from the calls' pool. */
@@ -64,8 +100,8 @@ export class KubeClient {
   ) {
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
-    this.server = new URL(cluster.server);
-    const secure = this.server.protocol === 'https:';
+    this.target = targetOf(cluster.server);
+    const secure = this.target.transport === https;
     // The CA, certificate and key go in one TLS context made here, not in the options: an agent
     // names its connection pool by every TLS option of a request (ca, cert and key included:
     // 5 KB of text with a client certificate), several times per call, and hashes the name anew
@@ -118,8 +154,6 @@ export class KubeClient {
   }
 
   private async open(method: string, path: string, options: RequestOptions, body?: string, agent = this.agent): Promise<http.ClientRequest> {
-    const url = new URL(path, this.server);
-    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
     const headers: Record<string, string | string[]> = { ...(this.requestOptions.headers as Record<string, string>), ...(await this.authHeaders()), accept: 'application/json', ...options.headers };
     if (body !== undefined) {
       headers['content-type'] = options.contentType ?? 'application/json';
@@ -127,8 +161,10 @@ export class KubeClient {
       // would read it as the start of the next request on the kept-alive connection.
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    const transport = url.protocol === 'https:' ? https : http;
-    return transport.request(url, { ...this.requestOptions, method, headers, agent, signal: options.signal, timeout: options.timeoutMs });
+    const { transport, hostname, port, prefix } = this.target;
+    // Host, port and path as options: no URL is parsed per call (a tenth of a call's CPU).
+    const target = { hostname, port, path: requestPath(prefix, path, options.query) };
+    return transport.request({ ...this.requestOptions, ...target, method, headers, agent, signal: options.signal, timeout: options.timeoutMs });
   }
 
   /** One API call; resolves with the parsed JSON body, rejects with KubeError. A 401 re-reads the credentials and tries once more. */
@@ -144,29 +180,34 @@ export class KubeClient {
 
   private async once<T>(method: string, path: string, options: RequestOptions): Promise<T> {
     const payload = options.body === undefined ? undefined : bodyText(options.body);
+    const { status, headers, body: bytes } = await this.exchange(method, path, options, payload);
+    options.onHeaders?.(headers);
+    if (options.discardResponse && status >= 200 && status < 300) return undefined as T;
+    const text = bytes ? bytes.toString('utf8') : '';
+    let body: unknown;
+    try {
+      body = text ? parseJson(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    if (status >= 200 && status < 300) return body as T;
+    const st = body as { reason?: string; message?: string } | undefined;
+    throw new KubeError(status, st?.reason ?? 'Unknown', `${method} ${path}: ${status} ${st?.message ?? text.slice(0, 200)}`);
+  }
+
+  /** One call's exchange: its status, headers and body bytes (none kept for a discarded answer). */
+  private async exchange(method: string, path: string, options: RequestOptions, payload: string | undefined): Promise<Answer> {
     const req = await this.open(method, path, options, payload);
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<Answer>((resolve, reject) => {
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out after ${options.timeoutMs} ms`)));
       req.on('error', reject);
       req.on('response', (res) => {
-        options.onHeaders?.(res.headers);
+        const status = res.statusCode ?? 0;
+        const keep = !(options.discardResponse && status >= 200 && status < 300);
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('data', (c: Buffer) => keep && chunks.push(c));
         res.on('error', reject);
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          if (options.discardResponse && status >= 200 && status < 300) return resolve(undefined as T);
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown;
-          try {
-            body = text ? parseJson(text) : undefined;
-          } catch {
-            body = undefined;
-          }
-          if (status >= 200 && status < 300) return resolve(body as T);
-          const st = body as { reason?: string; message?: string } | undefined;
-          reject(new KubeError(status, st?.reason ?? 'Unknown', `${method} ${path}: ${status} ${st?.message ?? text.slice(0, 200)}`));
-        });
+        res.on('end', () => resolve({ status, headers: res.headers, body: chunks.length ? Buffer.concat(chunks) : undefined }));
       });
       if (payload !== undefined) req.write(payload);
       req.end();

@@ -49,6 +49,47 @@ describe('KubeClient request bodies', () => {
   });
 });
 
+// An apiserver behind a proxy (Rancher, a cluster gateway) is served under the path of the
+// kubeconfig's server URL: every call and watch goes under it, with its query encoded.
+describe('KubeClient under a server path', () => {
+  let server: http.Server;
+  let kube: KubeClient;
+  const urls: string[] = [];
+
+  beforeAll(async () => {
+    server = http.createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+      urls.push(req.url!);
+      if (req.url!.includes('watch=1')) res.writeHead(200, { 'content-type': 'application/json' }).end('{"type":"ADDED","object":{"kind":"Secret"}}\n');
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"SecretList","items":[]}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}/k8s/clusters/c-1/`, skipTLSVerify: true }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    kube = await KubeClient.fromKubeConfig(kc);
+  });
+
+  afterAll(() => {
+    kube?.close();
+    server.close();
+  });
+
+  it('sends calls and watches under the prefix, with every defined query member encoded', async () => {
+    await kube.request('GET', '/api/v1/namespaces/argocd/secrets', { query: { labelSelector: 'app in (a,b)', limit: '5', continue: undefined } });
+    const events: unknown[] = [];
+    await kube.stream('/api/v1/namespaces/argocd/secrets', { watch: '1', resourceVersion: '7' }, (e) => events.push(e), new AbortController().signal);
+    expect(urls).toEqual([
+      '/k8s/clusters/c-1/api/v1/namespaces/argocd/secrets?labelSelector=app%20in%20(a%2Cb)&limit=5',
+      '/k8s/clusters/c-1/api/v1/namespaces/argocd/secrets?watch=1&resourceVersion=7',
+    ]);
+    expect(events).toEqual([{ type: 'ADDED', object: { kind: 'Secret' } }]);
+  });
+});
+
 // A configuration guarding many namespaces holds one watch per namespace and resource, each
 // on a connection of its own for as long as it runs. Taken from the calls' pool, enough of
 // them leave no connection for a call: no revert, no lease renewal, ever.
