@@ -6,6 +6,18 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../src/kube/index.js';
 import { createCA, createServingCert } from '../../src/certs/index.js';
 
+/** A client of a plain-HTTP server at `server`, no credentials. */
+function plainHttpClient(server: string): Promise<KubeClient> {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server, skipTLSVerify: true }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return KubeClient.fromKubeConfig(kc);
+}
+
 // The client keeps connections alive; a body the server cannot frame would be read as the
 // start of the next request on the same connection (Go's server answers "400 Bad Request").
 describe('KubeClient request bodies', () => {
@@ -23,14 +35,7 @@ describe('KubeClient request bodies', () => {
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
-    kube = await KubeClient.fromKubeConfig(kc);
+    kube = await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
   });
 
   afterAll(() => {
@@ -63,14 +68,7 @@ describe('KubeClient under a server path', () => {
       else res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"SecretList","items":[]}');
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}/k8s/clusters/c-1/`, skipTLSVerify: true }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
-    kube = await KubeClient.fromKubeConfig(kc);
+    kube = await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/k8s/clusters/c-1/`);
   });
 
   afterAll(() => {
