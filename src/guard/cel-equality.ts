@@ -17,10 +17,20 @@ export function equalForCel(a: unknown, b: unknown): boolean {
   const x = numeric(a);
   const y = numeric(b);
   if (x !== undefined && y !== undefined) return x === y;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => equalForCel(v, b[i]));
+  // Loops, not every() with a closure and key arrays: run over every guarded member of each drift.
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!equalForCel(a[i], b[i])) return false;
+    return true;
+  }
   if (isPlainObject(a) && isPlainObject(b)) {
-    const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && equalForCel(a[k], b[k]));
+    let size = 0;
+    for (const k in a) {
+      size++;
+      if (!Object.hasOwn(b, k) || !equalForCel(a[k], b[k])) return false;
+    }
+    for (const _ in b) size--;
+    return size === 0;
   }
   return canonicalJson(a) === canonicalJson(b);
 }
