@@ -120,7 +120,7 @@ async function main(): Promise<void> {
       { label: 'bare Node.js', value: pick(bare).cpuMsPerRevert * 1000 },
       { label: 'Go', value: pick(go).cpuMsPerRevert * 1000 },
     ];
-    const cpu = barChart(`bench:revert: CPU per revert in a burst of ${BURST}, Events on: spec-guard, the bare Node.js reverter, the Go reverter`, 'CPU µs per revert', [
+    const cpu = barChart(`bench:revert: CPU per revert, bursts of ${BURST}, Events on`, 'CPU µs per revert', [
       { label: "a process's first burst", bars: bars((r) => r.cold) },
       { label: 'the same objects again, 6 s later', bars: bars((r) => r.warm) },
     ]);

@@ -64,7 +64,7 @@ function targetOf(server: string): Target {
 }
 
 /** `path` under the server's prefix, with the query's defined members, percent-encoded. */
-export function requestPath(prefix: string, path: string, query: Record<string, string | undefined> | undefined): string {
+function requestPath(prefix: string, path: string, query: Record<string, string | undefined> | undefined): string {
   let search = '';
   for (const key in query) {
     const value = query[key];
@@ -162,7 +162,7 @@ export class KubeClient {
       headers['content-length'] = String(Buffer.byteLength(body));
     }
     const { transport, hostname, port, prefix } = this.target;
-    // Host, port and path as options: no URL is parsed per call (a tenth of a call's CPU).
+    // Host, port and path as options: no URL is parsed per call (a quarter of a call's set-up in a profile of reverts).
     const target = { hostname, port, path: requestPath(prefix, path, options.query) };
     return transport.request({ ...this.requestOptions, ...target, method, headers, agent, signal: options.signal, timeout: options.timeoutMs });
   }
