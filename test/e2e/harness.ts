@@ -59,6 +59,8 @@ function ephemeralPortsStart(): number {
 
 /** Ports handed to child processes are drawn from just below the ephemeral range. */
 const PORT_POOL = { to: ephemeralPortsStart(), size: 2_700 };
+/** Ports freePort gave out (a few dozen per run, of 2,700). */
+const handedOut = new Set<number>();
 
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -78,7 +80,13 @@ function canListen(port: number): Promise<boolean> {
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = PORT_POOL.to - 1 - Math.floor(Math.random() * PORT_POOL.size);
-    if (await canListen(port)) return port;
+    // Never the same port twice: a child's webhook and metrics ports are picked before it binds
+    // either, so a repeat passes canListen and the child fails with EADDRINUSE.
+    if (handedOut.has(port)) continue;
+    if (await canListen(port)) {
+      handedOut.add(port);
+      return port;
+    }
   }
   throw new Error(`no free port in ${PORT_POOL.to - PORT_POOL.size}–${PORT_POOL.to - 1}`);
 }
