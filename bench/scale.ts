@@ -117,6 +117,9 @@ function logged(path: string): { bytes: number; touches: number } {
   return { bytes: Buffer.byteLength(log), touches: log.split('\n').filter((line) => line.startsWith('{"touch"')).length };
 }
 
+/** A Secret store's shard (`-g<generation>-<i>`) or journal (`-g<generation>-j<i>`), by its name. */
+const SHARD_OR_JOURNAL = /-g\d+-j?\d+$/;
+
 /** The lines of the file store's log past `offset` that hold `text`: how many, and their bytes. */
 function logLinesSince(path: string, offset: number, text: string): { lines: number; bytes: number } {
   const file = `${path}.log`;
@@ -332,9 +335,9 @@ async function main(): Promise<void> {
     const changeWaitMs = 300_000;
     let changeWritten = false;
     for (let waited = 0; !changeWritten && waited < changeWaitMs; waited += 250) {
-      // A shard or journal (`-g<generation>-<i>`, `-g<generation>-j<i>`) new or rewritten: the
-      // continuity record's Secret (`-continuity`) changes every 10 s on its own.
-      changeWritten = [...(await stateSecrets(kube))].some(([name, secret]) => /-g\d+-j?\d+$/.test(name) && fullWrite.get(name)?.rv !== secret.rv);
+      // A shard or journal new or rewritten: the continuity record's Secret (`-continuity`)
+      // changes every 10 s on its own.
+      changeWritten = [...(await stateSecrets(kube))].some(([name, secret]) => SHARD_OR_JOURNAL.test(name) && fullWrite.get(name)?.rv !== secret.rv);
       if (!changeWritten) await sleep(250);
     }
     const afterChange = await secretsSettled(kube);
@@ -350,7 +353,7 @@ async function main(): Promise<void> {
     const secretStore = () => new SecretStore(kube, 'spec-guard', 'spec-guard-state');
     // Shards and journals (`-g<generation>-<i>`, `-g<generation>-j<i>`): a new one is a write
     // in progress, before the index that would count it.
-    const pieces = async () => new Set((await stateSecretNames(kube)).filter((name) => /-g\d+-j?\d+$/.test(name)));
+    const pieces = async () => new Set((await stateSecretNames(kube)).filter((name) => SHARD_OR_JOURNAL.test(name)));
     const piecesBefore = await pieces();
     const secretKill = await killDuringWrite({
       store: 'secret',

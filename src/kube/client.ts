@@ -73,6 +73,8 @@ function requestPath(prefix: string, path: string, query: Record<string, string 
   return prefix + path + search;
 }
 
+const succeeded = (status: number) => status >= 200 && status < 300;
+
 /** What a call got back: status, headers and the body's bytes (undefined when none were kept). */
 interface Answer {
   status: number;
@@ -182,7 +184,7 @@ export class KubeClient {
     const payload = options.body === undefined ? undefined : bodyText(options.body);
     const { status, headers, body: bytes } = await this.exchange(method, path, options, payload);
     options.onHeaders?.(headers);
-    if (options.discardResponse && status >= 200 && status < 300) return undefined as T;
+    if (options.discardResponse && succeeded(status)) return undefined as T;
     const text = bytes ? bytes.toString('utf8') : '';
     let body: unknown;
     try {
@@ -190,7 +192,7 @@ export class KubeClient {
     } catch {
       body = undefined;
     }
-    if (status >= 200 && status < 300) return body as T;
+    if (succeeded(status)) return body as T;
     const st = body as { reason?: string; message?: string } | undefined;
     throw new KubeError(status, st?.reason ?? 'Unknown', `${method} ${path}: ${status} ${st?.message ?? text.slice(0, 200)}`);
   }
@@ -203,7 +205,7 @@ export class KubeClient {
       req.on('error', reject);
       req.on('response', (res) => {
         const status = res.statusCode ?? 0;
-        const keep = !(options.discardResponse && status >= 200 && status < 300);
+        const keep = !(options.discardResponse && succeeded(status));
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => keep && chunks.push(c));
         res.on('error', reject);
