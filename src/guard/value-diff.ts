@@ -48,8 +48,12 @@ function diffObjects(a: Record<string, unknown>, b: Record<string, unknown>, ign
     // Own members only: `b.constructor` is Object, not a member `b` lacks.
     const inB = Object.hasOwn(b, key);
     if (inB) shared++;
+    const valueA = a[key];
+    const valueB = inB ? b[key] : undefined;
+    // Equal members (most of them: the same strings) are passed over without a call.
+    if (valueA === valueB) continue;
     at.push(key);
-    diffValues(a[key], inB ? b[key] : undefined, sub, at, out);
+    diffValues(valueA, valueB, sub, at, out);
     at.pop();
   }
   // Members only `b` has: looked for only when `b` has more members than those it shares.
@@ -70,7 +74,7 @@ function diffArrays(a: unknown[], b: unknown[], ignore: IgnoreTree | undefined, 
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) {
     const sub = ignore?.[i];
-    if (sub === true) continue;
+    if (sub === true || a[i] === b[i]) continue;
     at.push(i);
     diffValues(a[i], b[i], sub, at, out);
     at.pop();

@@ -16,6 +16,7 @@ import {
 import type { CanonicalCache } from './cache.js';
 import type { NamespaceLabelCache } from './namespace-labels.js';
 import { Repairer, type Target } from './repairer.js';
+import { releaseVersion, type Pending } from './pending.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
 import { StoreWriter } from './store-writer.js';
 import { TombstoneKeeper } from './tombstone-keeper.js';
@@ -317,7 +318,8 @@ export class Watcher {
       const layers = (plan.staleOk ? this.d.layersIfGuardBroken?.() : undefined) ?? (await this.d.verifyLayers?.()) ?? UNKNOWN_LAYERS;
       plan = planRepair({ ...input, layers, now: Date.now() });
     }
-    return this.repairer.execute(target, object, plan, { at: work.seenAt, handledAt }, work.attempt);
+    if (plan.kind === 'revert') releaseVersion(work);
+    return this.repairer.execute(target, work.object, plan, { at: work.seenAt, handledAt }, work.attempt);
   }
 
   /** Decides `key` again on a fresh read: now, or after `afterMs` (a backoff between reverts). */
@@ -329,19 +331,3 @@ export class Watcher {
 
 /** A namespace that entered a selection: its objects of one resource are to be read. */
 type NamespaceWork = Pick<WatchScope, 'group' | 'version' | 'resource'> & { namespace: string };
-
-/** One version of one object, waiting to be handled. */
-interface Pending {
-  target: Target;
-  type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  object: KubeObject;
-  seenAt: number;
-  /** Handled before without success this many times. */
-  attempt: number;
-  /** For an object from a list: the list's revision, as of which what it shows holds. */
-  listedAt?: string;
-  /** From a list after an admission layer came into force: store the revision it is known canonical at. */
-  storeListed: boolean;
-  /** Read the object again first: it changed since this was decided. */
-  stale?: boolean;
-}

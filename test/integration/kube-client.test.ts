@@ -201,3 +201,45 @@ describe('KubeClient over TLS with a client certificate', () => {
     }
   });
 });
+
+// A watch's events arrive in chunks that cut lines anywhere: inside a large object, between
+// two events, inside a multi-byte character. Each event is parsed whole, exactly once.
+describe('KubeClient watch lines', () => {
+  let server: http.Server;
+  let kube: KubeClient;
+  const big = { type: 'MODIFIED', object: { kind: 'Application', metadata: { name: 'café-😀' }, status: { resources: Array.from({ length: 3_000 }, (_, i) => ({ name: `r-${i}`, note: 'é😀ü' })) } } };
+  const small = (i: number) => ({ type: 'ADDED', object: { kind: 'Application', metadata: { name: `a-${i}` } } });
+
+  beforeAll(async () => {
+    server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // Two events and a blank line in one piece, then the large one in 1,000-byte pieces
+      // (cutting characters of 2 and 4 bytes), the last piece carrying the start of the next.
+      const bytes = Buffer.from(`${JSON.stringify(small(1))}\n${JSON.stringify(small(2))}\n\n${JSON.stringify(big)}\n${JSON.stringify(small(3))}\n`);
+      const pieces: Buffer[] = [];
+      const head = bytes.indexOf('\n\n') + 2;
+      pieces.push(bytes.subarray(0, head));
+      for (let at = head; at < bytes.length; at += 1_000) pieces.push(bytes.subarray(at, Math.min(bytes.length, at + 1_000)));
+      const next = () => {
+        const piece = pieces.shift();
+        if (!piece) return void res.end();
+        res.write(piece);
+        setTimeout(next, 1);
+      };
+      next();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    kube = await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  });
+
+  afterAll(() => {
+    kube?.close();
+    server.close();
+  });
+
+  it('parses every event whole, whatever the chunks cut', async () => {
+    const events: unknown[] = [];
+    await kube.stream('/apis/argoproj.io/v1alpha1/applications', { watch: '1' }, (e) => events.push(e), new AbortController().signal);
+    expect(events).toEqual([small(1), small(2), big, small(3)]);
+  });
+});
