@@ -324,6 +324,31 @@ describe('canonical value', () => {
     expect(decide(request, 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unchanged' });
   });
 
+  // The cache is current for the stored object in nearly every review: that version's view
+  // hashed to the entry's, so the review's own copy is compared. Inflating and parsing the
+  // packed values cost more than the rest of the decision (80 µs of 120 for 25 KB).
+  it('with the cache current for the stored object, decides from the review without reading the packed values', () => {
+    const t = context();
+    const { request } = review('alice-update-spec');
+    const rule = t.policy.rules[0]!;
+    const old = request.oldObject!;
+    let reads = 0;
+    const valuesJson = JSON.stringify(rule.view.valuesOf(old));
+    t.cache.set(keyOf(request), {
+      viewHash: rule.view.of(old).hash,
+      valuesJson: { get json() { reads++; return valuesJson; }, toJSON: () => valuesJson } as never,
+      stamp: '',
+      resourceVersion: old.metadata!.resourceVersion!,
+      uid: old.metadata!.uid as string,
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+    });
+    const decision = decide(request, 'validate', t.ctx);
+    expect(decision).toMatchObject({ kind: 'deny', changed: ['/spec/source/targetRevision'] });
+    expect(decision.kind === 'deny' && decision.message).not.toContain('no canonical value is known');
+    expect(reads).toBe(0);
+  });
+
   it('prefers a validly stamped oldObject over a stale cache entry', () => {
     const { t, request } = aliceUpdate();
     const rule = t.policy.rules[0]!;
