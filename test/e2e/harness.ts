@@ -166,6 +166,17 @@ export async function startSpecGuard(config: string, extra: string[] = []): Prom
 /** A killed leader's Lease runs until it expires; the tests expire it at once. */
 export const expireLease = () => kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
 
+/**
+ * Another replica holds the Lease for ten minutes (a leader change). Written over whatever is
+ * there in one apply: a delete then a create raced a running leader, which recreated the Lease
+ * in between (AlreadyExists; one CI run in about ten).
+ */
+export function leaseHeldByAnother(): void {
+  const renewTime = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
+  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'spec-guard', namespace: 'spec-guard' }, spec: { holderIdentity: 'other-replica', leaseDurationSeconds: 600, acquireTime: renewTime, renewTime } };
+  kubectlOk([], ['apply', '--server-side', '--force-conflicts', '--field-manager', 'other-replica', '-f', '-'], { input: JSON.stringify(lease) });
+}
+
 /** Is spec-guard's admission object of this kind registered? */
 export const admissionObjectExists = (kind: string) => kubectl([], ['get', kind, 'spec-guard']).code === 0;
 

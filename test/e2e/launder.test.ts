@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { CA_BUNDLE_KEY, CA_SECRET } from '../../src/certs/index.js';
 import { runCli } from '../helpers/cli.js';
-import { admin, AGENT, ALICE, agentApply, fixture, getJson, inCluster, kubectl, kubectlOk, readApplication, startSpecGuard, state, unregister, waitFor, type SpecGuard } from './harness.js';
+import { admin, AGENT, ALICE, agentApply, fixture, getJson, inCluster, kubectl, kubectlOk, leaseHeldByAnother, readApplication, startSpecGuard, state, unregister, waitFor, type SpecGuard } from './harness.js';
 
 // A trusted partial write (a merge patch of one field) to an object that still carries an
 // untrusted change, its revert delayed by a leader change, must not stamp that change along.
@@ -18,12 +18,8 @@ describeLocal('a trusted write does not launder drift', () => {
 
   beforeAll(async () => {
     unregister();
-    kubectl([], ['delete', 'lease', '-n', 'spec-guard', 'spec-guard', '--ignore-not-found']);
     // Another replica holds the lease (a leader change in progress): this one serves admission but reverts nothing.
-    const renewTime = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
-    kubectlOk([], ['create', '-f', '-'], {
-      input: JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'spec-guard', namespace: 'spec-guard' }, spec: { holderIdentity: 'other-replica', leaseDurationSeconds: 600, acquireTime: renewTime, renewTime } }),
-    });
+    leaseHeldByAnother();
     sg = await startSpecGuard(fixture('config.yaml'));
     // Register what spec-guard would, the GitOps way, pointing at this replica.
     const ca = Buffer.from(getJson(['secret', '-n', 'spec-guard', CA_SECRET]).data[CA_BUNDLE_KEY], 'base64').toString('utf8');

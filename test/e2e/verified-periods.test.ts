@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, jest } from '@jest/globals';
 import { FileStore } from '../../src/sync/index.js';
-import { AGENT, agentApply, expireLease, fixture, getJson, inCluster, installLayers, kubectl, kubectlOk, layerIntact, readApplication, startSpecGuard, unregister, waitFor, type SpecGuard } from './harness.js';
+import { AGENT, agentApply, expireLease, fixture, getJson, inCluster, installLayers, kubectl, kubectlOk, layerIntact, leaseHeldByAnother, readApplication, startSpecGuard, unregister, waitFor, type SpecGuard } from './harness.js';
 
 // A period the guard layer was verified in force keeps vouching for the changes made within
 // it after it ended: a trusted write admitted without a stamp and not yet learned (its review
@@ -22,14 +22,6 @@ afterAll(async () => {
   kubectl([], ['delete', 'application', '-n', NS, 'verified-a', 'verified-b', '--ignore-not-found', '--wait=false']);
 });
 
-/** Another replica takes the lease (a leader change): this one keeps verifying the layers but acts on nothing. */
-function leaseTakenByAnother(): void {
-  const renewTime = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
-  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'spec-guard', namespace: 'spec-guard' }, spec: { holderIdentity: 'other-replica', leaseDurationSeconds: 600, acquireTime: renewTime, renewTime } };
-  expireLease();
-  kubectlOk([], ['create', '-f', '-'], { input: JSON.stringify(lease) });
-}
-
 const rv = (name: string) => BigInt(getJson(['application', '-n', NS, name]).metadata.resourceVersion as string);
 
 (inCluster ? describe.skip : describe)('verified periods of the guard layer', () => {
@@ -45,7 +37,7 @@ const rv = (name: string) => BigInt(getJson(['application', '-n', NS, name]).met
     agentApply('verified-a', NS);
     const stamped = await waitFor('stamped', async () => (await readApplication(NS, 'verified-a'))?.metadata?.annotations?.['spec-guard.io/stamp'] as string | undefined);
     await sleep(500); // learned
-    leaseTakenByAnother();
+    leaseHeldByAnother();
     await sg.waitForLog(/stopped leading/, 10_000);
     // No stamp for what follows (as when the stamp webhook's review times out: it fails open
     // for trusted writers); the policy holds. The agent's write is neither stamped nor learned.
