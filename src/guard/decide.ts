@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { entryValues, type CanonicalLookup } from './canonical-entry.js';
+import { entryValues, type CanonicalEntry, type CanonicalLookup } from './canonical-entry.js';
 import { objectKey, reviewedName } from './object-key.js';
 import { STAMP_ANNOTATION, STAMP_POINTER, nextSeq, type Stamper } from './stamp.js';
 import { TooDeepError } from './canonical-json.js';
@@ -55,21 +55,21 @@ function listPointers(pointers: string[]): string {
 const SELECTION_POINTER = '/metadata (its selection: name, labels or annotations)';
 
 /**
- * The canonical value for an UPDATE: the stored object when the cache is current for it,
- * else a validly stamped oldObject (trusted and current), else the cache, else the stored
- * object as it is (nothing vouches for it).
- *
- * An entry is current for a version only when that version's view hashed to the entry's
- * (learned from it, or seen in sync), so the stored object's values then compare exactly as
- * the entry's: read from the review, not inflated and parsed from the cache (for 25 KB,
- * more CPU than the rest of the decision). keepCanonical relies on the same.
+ * Is the cache entry current for the stored version `old`? An entry is current for a version
+ * only when that version's view hashed to the entry's (learned from it, or seen in sync): the
+ * stored object's guarded values then compare exactly as the entry's.
+ */
+const currentFor = (entry: CanonicalEntry | undefined, old: KubeObject): boolean => entry !== undefined && entry.resourceVersion === old.metadata?.resourceVersion;
+
+/**
+ * The canonical value for an UPDATE: the stored object when the cache is current for it (read
+ * from the review, not inflated and parsed from the cache: for 25 KB, more CPU than the rest of
+ * the decision), else a validly stamped oldObject (trusted and current), else the cache, else
+ * the stored object as it is (nothing vouches for it).
  */
 function resolveCanonical(rule: Rule, key: string, old: KubeObject, ctx: DecisionContext): Canonical {
   const entry = ctx.canonical.get(key);
-  if (entry && entry.resourceVersion === old.metadata?.resourceVersion) {
-    return { values: rule.view.valuesOf(old), known: true };
-  }
-  if (freshlyStamped(rule, key, old, ctx)) return { values: rule.view.valuesOf(old), known: true };
+  if (currentFor(entry, old) || freshlyStamped(rule, key, old, ctx)) return { values: rule.view.valuesOf(old), known: true };
   if (entry) return { values: entryValues(entry), known: true };
   return { values: rule.view.valuesOf(old), known: false };
 }
@@ -139,7 +139,7 @@ const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b
  */
 function keepCanonical(rule: Rule, key: string, old: KubeObject, object: KubeObject, ctx: DecisionContext): { ops: PatchOp[]; object: KubeObject } | undefined {
   const entry = ctx.canonical.get(key);
-  if (!entry || entry.resourceVersion === old.metadata?.resourceVersion) return undefined;
+  if (!entry || currentFor(entry, old)) return undefined;
   const oldHash = rule.view.of(old).hash;
   if (oldHash === entry.viewHash) return undefined;
   // A fresh stamp: a trusted write the cache has not seen yet, canonical itself.

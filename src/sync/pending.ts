@@ -17,6 +17,9 @@ export interface Pending {
   stale?: boolean;
 }
 
+/** What reading the object again means for a work item: no version decided yet, nothing a list vouched for. */
+export const READ_AGAIN = { stale: true, listedAt: undefined, storeListed: false } as const;
+
 /**
  * A planned revert needs of its version only what names it (the PATCH's resourceVersion test,
  * the Event's object). The rest is let go before the PATCH: in a burst a revert waits for the
@@ -28,8 +31,6 @@ export interface Pending {
  */
 export function releaseVersion(work: Pending): void {
   const { apiVersion, kind, metadata } = work.object;
-  work.object = { apiVersion, kind, metadata: { name: metadata?.name, namespace: metadata?.namespace, uid: metadata?.uid, resourceVersion: metadata?.resourceVersion } };
-  work.stale = true;
-  work.listedAt = undefined;
-  work.storeListed = false;
+  const identity = { apiVersion, kind, metadata: { name: metadata?.name, namespace: metadata?.namespace, uid: metadata?.uid, resourceVersion: metadata?.resourceVersion } };
+  Object.assign(work, READ_AGAIN, { object: identity });
 }

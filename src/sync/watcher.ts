@@ -16,7 +16,7 @@ import {
 import type { CanonicalCache } from './cache.js';
 import type { NamespaceLabelCache } from './namespace-labels.js';
 import { Repairer, type Target } from './repairer.js';
-import { releaseVersion, type Pending } from './pending.js';
+import { READ_AGAIN, releaseVersion, type Pending } from './pending.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
 import { StoreWriter } from './store-writer.js';
 import { TombstoneKeeper } from './tombstone-keeper.js';
@@ -325,7 +325,7 @@ export class Watcher {
   /** Decides `key` again on a fresh read: now, or after `afterMs` (a backoff between reverts). */
   private requeue(work: Pending, afterMs?: number): void {
     if (this.stopped) return;
-    this.queue.offer(work.target.key, { ...work, type: 'MODIFIED', object: {}, attempt: work.attempt + 1, stale: true, listedAt: undefined, storeListed: false }, afterMs);
+    this.queue.offer(work.target.key, { ...work, ...READ_AGAIN, type: 'MODIFIED', object: {}, attempt: work.attempt + 1 }, afterMs);
   }
 }
 
