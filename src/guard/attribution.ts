@@ -114,6 +114,23 @@ function createdWithin(layer: LayerState, object: KubeObject): boolean {
 const knownAt = (entry: CanonicalEntry) => entry.knownAt ?? entry.resourceVersion;
 
 /**
+ * `entry` as a watch without a gap knows it. `follows`: the version the watch showed of the
+ * object just before `object` (each write makes one, and a watch shows them all, in order).
+ * When that version was the entry's own (it held the canonical value), nothing was written to
+ * the object between the two: it held the canonical value up to the revision before this
+ * version's write, and attribution asks about that one write alone. Without this, a copy last
+ * known canonical before a period began (its relist not reached yet) had its next write, made
+ * within the period, judged over every revision since (round 8's gap). Pure.
+ */
+export function heldUntilWrite(entry: CanonicalEntry | undefined, object: KubeObject, follows: string | undefined): CanonicalEntry | undefined {
+  const written = revision(object.metadata?.resourceVersion);
+  const before = revision(follows);
+  if (!entry || written === undefined || before === undefined || before >= written) return entry;
+  if (entry.resourceVersion !== follows || !entry.uid || entry.uid !== object.metadata?.uid) return entry;
+  return { ...entry, knownAt: laterRevision(knownAt(entry), String(written - 1n)) };
+}
+
+/**
  * Attribution by continuity of an unstamped guarded change (or one whose stamp is stale).
  * `entry` is the canonical value of this very copy (same uid), if known. Nothing an
  * untrusted writer can write takes part: only the layers' identity and revisions as the

@@ -6,7 +6,7 @@ export { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canon
 export { normalizers, argocdApplication, type Normalizer } from './normalizers.js';
 export { Stamper, STAMP_ANNOTATION, STAMP_POINTER, nextSeq, type StampClaim } from './stamp.js';
 export { isFresh, CREATION_SKEW_MS } from './freshness.js';
-export { attributeChange, attributeDelete, laterRevision, UNKNOWN_LAYERS, type Attribution, type ContinuityRecord, type LayerRecord, type Layers, type LayerState, type Period } from './attribution.js';
+export { attributeChange, attributeDelete, heldUntilWrite, laterRevision, UNKNOWN_LAYERS, type Attribution, type ContinuityRecord, type LayerRecord, type Layers, type LayerState, type Period } from './attribution.js';
 export { layerPeriods, succeeding, verifiedUpTo } from './periods.js';
 export { entryValues, packEntry, type CanonicalEntry, type CanonicalLookup, type Tombstone } from './canonical-entry.js';
 export { PackedValues, packValues, valuesText, type ValuesJson } from './packed-values.js';

@@ -1,5 +1,5 @@
 import type { KubeObject } from '../kube/types.js';
-import { attributeChange, attributeDelete, laterRevision, type Attribution, type Layers } from './attribution.js';
+import { attributeChange, attributeDelete, heldUntilWrite, laterRevision, type Attribution, type Layers } from './attribution.js';
 import { entryValues, type CanonicalEntry, type Tombstone } from './canonical-entry.js';
 import type { PatchOp } from './guarded-view.js';
 import { observe, resolve } from './observe.js';
@@ -36,6 +36,8 @@ export interface RepairInput {
   listedAt?: string;
   /** An admission layer came into force: store the revision a listed object is known canonical at. */
   storeListed: boolean;
+  /** For a version from the watch: the version it showed of the object just before (see heldUntilWrite). */
+  follows?: string;
 }
 
 /** A Kubernetes Event to record on the object. */
@@ -104,6 +106,8 @@ function unattributed(changed: string[], action: string): Unattributed {
  */
 export function planRepair(input: RepairInput): RepairPlan {
   if (input.deleted) return planDelete(input);
+  // What the watch's order adds to the entry: known canonical until this version's write.
+  input = { ...input, entry: heldUntilWrite(input.entry, input.object, input.follows) };
   const meta = input.object.metadata ?? {};
   if (!meta.deletionTimestamp && !input.rule.selection.selects(meta)) return planEscape(input);
   const plan = planVersion(input);

@@ -18,8 +18,12 @@ export interface InformerEvent<T, C> {
 export interface InformerOptions<T, C> extends ReflectorOptions {
   /** The cache key of an object (default: `namespace/name`, or `name` when cluster-scoped). */
   keyOf?: (object: T) => string;
-  /** What the cache keeps of an object (default: the object). A projection keeps a large collection's cache small. */
-  project?: (object: T) => C;
+  /**
+   * What the cache keeps of an object (default: the object), given what it kept of the key
+   * before and whether a list (not the watch) shows it. A projection keeps a large
+   * collection's cache small.
+   */
+  project?: (object: T, previous: C | undefined, listed: boolean) => C;
   /**
    * Keys the caller knows exist though the watch may not have shown them (state loaded from
    * a store): read before every list, so that a list without them reports them DELETED.
@@ -49,7 +53,7 @@ export class Informer<T extends ListedObject, C = T> {
   /** Keys seen so far in the list in progress. */
   private listing: Set<string> | undefined;
   private readonly keyOf: (object: T) => string;
-  private readonly project: (object: T) => C;
+  private readonly project: (object: T, previous: C | undefined, listed: boolean) => C;
 
   constructor(
     kube: KubeClient,
@@ -136,7 +140,7 @@ export class Informer<T extends ListedObject, C = T> {
   private take(type: InformerEvent<T, C>['type'], key: string, object: T, listed?: { listedAt: string; list: number }): void {
     const previous = this.cache.get(key);
     if (type === 'DELETED') this.cache.delete(key);
-    else this.cache.set(key, this.project(object));
+    else this.cache.set(key, this.project(object, previous, listed !== undefined));
     this.handler({ type, key, object, previous, ...listed });
   }
 }

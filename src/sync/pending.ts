@@ -15,10 +15,15 @@ export interface Pending {
   storeListed: boolean;
   /** Read the object again first: it changed since this was decided. */
   stale?: boolean;
+  /** The version the watch showed of the object just before this one, when known (shown-version.ts). */
+  follows?: string;
 }
 
-/** What reading the object again means for a work item: no version decided yet, nothing a list vouched for. */
-export const READ_AGAIN = { stale: true, listedAt: undefined, storeListed: false } as const;
+/**
+ * What reading the object again means for a work item: no version decided yet, nothing a list
+ * vouched for, no version known to precede the one a read returns (it may be several writes on).
+ */
+export const READ_AGAIN = { stale: true, listedAt: undefined, storeListed: false, follows: undefined } as const;
 
 /**
  * A planned revert needs of its version only what names it (the PATCH's resourceVersion test,

@@ -17,6 +17,7 @@ import type { CanonicalCache } from './cache.js';
 import type { NamespaceLabelCache } from './namespace-labels.js';
 import { Repairer, type Target } from './repairer.js';
 import { READ_AGAIN, releaseVersion, type Pending } from './pending.js';
+import { shownVersion, type ShownVersion } from './shown-version.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
 import { StoreWriter } from './store-writer.js';
 import { TombstoneKeeper } from './tombstone-keeper.js';
@@ -56,8 +57,8 @@ interface WatchScope {
 }
 
 interface WatchedResource extends WatchScope {
-  /** Caches only each object's uid: enough to report a delete the watch missed, small at 100,000 objects. */
-  informer: Informer<KubeObject, string>;
+  /** Caches only each object's last version and the one it followed: enough to report a delete the watch missed and to order writes, small at 100,000 objects. */
+  informer: Informer<KubeObject, ShownVersion>;
   /** Key prefix of the scope: group/resource/ or group/resource/namespace/. */
   prefix: string;
 }
@@ -150,13 +151,13 @@ export class Watcher {
       const { group, version, resource, namespace } = scope;
       const label = resourceName(group, resource);
       const prefix = `${group}/${resource}/${namespace === undefined ? '' : `${namespace}/`}`;
-      const informer = new Informer<KubeObject, string>(
+      const informer = new Informer<KubeObject, ShownVersion>(
         this.d.kube,
         {
           path: collectionPath(group, version, resource, namespace),
           silenceMs: this.d.silenceMs,
           keyOf: (object) => objectKey(group, resource, object.metadata?.namespace, object.metadata?.name ?? ''),
-          project: (object) => object.metadata?.uid ?? '',
+          project: shownVersion,
           // Canonical values of objects the watch has not shown (loaded from the store, or
           // whose recreate was given up): a list without them reports them deleted.
           known: () => this.knownIn(prefix),
@@ -181,8 +182,9 @@ export class Watcher {
     if (this.leading && !this.stopped) this.tombstones.lead();
   }
 
-  private *knownIn(prefix: string): Iterable<[string, string]> {
-    for (const key of this.d.cache.keys()) if (key.startsWith(prefix)) yield [key, this.d.cache.get(key)!.uid];
+  /** Keys with a canonical value in the scope, no version of them shown yet. */
+  private *knownIn(prefix: string): Iterable<[string, ShownVersion]> {
+    for (const key of this.d.cache.keys()) if (key.startsWith(prefix)) yield [key, { version: '' }];
   }
 
   /** Stops watching; a leader first writes what it has not stored yet. */
@@ -245,34 +247,34 @@ export class Watcher {
     this.d.logger.info('namespace entered a guarded selection', { namespace, resource: resourceName(group, resource) , objects: list.items.length });
     for (const item of list.items) {
       const key = objectKey(group, resource, item.metadata?.namespace, item.metadata?.name ?? '');
-      this.enqueue({ group, resource, version }, key, 'ADDED', item, list.revision, false);
+      this.enqueue({ group, resource, version }, key, 'ADDED', item, list.revision, false, undefined);
     }
   }
 
-  private onInformerEvent(scope: WatchScope, prefix: string, event: InformerEvent<KubeObject, string>): void {
+  private onInformerEvent(scope: WatchScope, prefix: string, event: InformerEvent<KubeObject, ShownVersion>): void {
     if (!event.object) {
       // Missing from a complete list: deleted while the watch was not looking.
       const entry = this.d.cache.get(event.key);
       if (!entry) return;
       const { namespace, name } = parseObjectKey(event.key);
       const ghost: KubeObject = { apiVersion: entry.apiVersion, kind: entry.kind, metadata: { name, namespace: namespace || undefined, labels: entry.labels, uid: entry.uid } };
-      this.enqueue(scope, event.key, 'DELETED', ghost, undefined, false);
+      this.enqueue(scope, event.key, 'DELETED', ghost, undefined, false, undefined);
       return;
     }
-    this.enqueue(scope, event.key, event.type, event.object, event.listedAt, event.list !== undefined && event.list >= (this.raisingKnownAt.get(prefix) ?? Infinity));
+    this.enqueue(scope, event.key, event.type, event.object, event.listedAt, event.list !== undefined && event.list >= (this.raisingKnownAt.get(prefix) ?? Infinity), shownVersion(event.object, event.previous, event.list !== undefined).follows);
   }
 
-  private enqueue(gvr: Pick<WatchScope, 'group' | 'version' | 'resource'>, key: string, type: Pending['type'], object: KubeObject, listedAt: string | undefined, storeListed: boolean, namespaceRead = false): void {
+  private enqueue(gvr: Pick<WatchScope, 'group' | 'version' | 'resource'>, key: string, type: Pending['type'], object: KubeObject, listedAt: string | undefined, storeListed: boolean, follows: string | undefined, namespaceRead = false): void {
     const namespace = object.metadata?.namespace;
     if (!namespaceRead && namespace && this.d.namespaces && this.d.policy.readsNamespaceLabels && !this.d.namespaces.get(namespace)) {
       // A namespace created a moment ago: read it first, so that its labels decide (unknown: selected).
-      void this.d.namespaces.ensure(namespace).then(() => this.enqueue(gvr, key, type, object, listedAt, storeListed, true));
+      void this.d.namespaces.ensure(namespace).then(() => this.enqueue(gvr, key, type, object, listedAt, storeListed, follows, true));
       return;
     }
     const rule = this.d.policy.matchStored(gvr.group, gvr.resource, object, this.d.cache.get(key), this.d.namespaces?.get);
     if (!rule || rule.mode === 'off') return;
     const target: Target = { ...gvr, key, rule };
-    this.queue.add(key, { target, type, object, seenAt: Date.now(), attempt: 0, listedAt, storeListed });
+    this.queue.add(key, { target, type, object, seenAt: Date.now(), attempt: 0, listedAt, storeListed, follows });
   }
 
   /** Handles the newest version of `key`; a failure is retried by the queue (unless a newer one came). */
@@ -310,6 +312,7 @@ export class Watcher {
       selectionKeys: this.d.policy.selectionKeys(target.group, target.resource),
       listedAt: work.listedAt,
       storeListed: work.storeListed,
+      follows: work.follows,
     };
     let plan = planRepair(input);
     if (plan.kind === 'verify-layers') {

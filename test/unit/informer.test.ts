@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { Informer, KubeError, type InformerEvent, type KubeClient, type ListedObject } from '../../src/kube/index.js';
+import { shownVersion, type ShownVersion } from '../../src/sync/shown-version.js';
 
 type Obj = ListedObject & { metadata: { name: string; namespace?: string; uid: string; resourceVersion?: string }; spec?: unknown };
 
@@ -245,5 +246,42 @@ describe('the informer (a reflector with a cache)', () => {
   it('a first list that fails rejects start() with the error', async () => {
     const kube = { request: async () => Promise.reject(new KubeError(403, 'Forbidden', 'applications is forbidden')) } as unknown as KubeClient;
     await expect(new Informer<Obj>(kube, { path: '/x' }).start()).rejects.toThrow('forbidden');
+  });
+});
+
+describe("the watcher's projection: which version a version follows (shown-version.ts)", () => {
+  it('a version the watch shows follows the one shown before; a list after a gap follows nothing; a list showing the same version keeps what it followed', async () => {
+    const api = new FakeCollection();
+    api.put('a'); // 2
+    const seen: Array<[string, string, string | undefined]> = [];
+    const informer: Informer<Obj, ShownVersion> = new Informer<Obj, ShownVersion>(api.asKube(), { path: '/x', project: shownVersion }, (e) => {
+      if (e.object) seen.push([e.listedAt ? 'list' : 'watch', e.object.metadata.resourceVersion!, informer.get(e.key)?.follows]);
+    });
+    await informer.start();
+    api.put('a', { v: 1 }); // 3
+    api.put('a', { v: 2 }); // 4
+    await tick(5);
+    api.putUnseen('a', { v: 3 }); // 5, then the history is compacted: the watch gets 410 and lists again
+    for (let i = 0; i < 100 && informer.get('ns/a')?.version !== '5'; i++) await tick(10);
+    api.put('a', { v: 4 }); // 7 (6 was the compaction)
+    await tick(5);
+    informer.resync(); // the same version listed again
+    for (let i = 0; i < 100 && seen.length < 6; i++) await tick(10);
+    expect(seen).toEqual([
+      ['list', '2', undefined],
+      ['watch', '3', '2'],
+      ['watch', '4', '3'],
+      ['list', '5', undefined],
+      ['watch', '7', '5'],
+      ['list', '7', '5'],
+    ]);
+    informer.stop();
+  });
+
+  it('a key known only from the store (no version shown yet) follows nothing', () => {
+    const object = { metadata: { name: 'a', uid: 'u', resourceVersion: '9' } };
+    expect(shownVersion(object, { version: '' }, false)).toEqual({ version: '9', follows: undefined });
+    expect(shownVersion(object, undefined, false)).toEqual({ version: '9', follows: undefined });
+    expect(shownVersion(object, { version: '8', follows: '7' }, true)).toEqual({ version: '9' });
   });
 });

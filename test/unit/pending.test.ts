@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { WorkQueue } from '../../src/kube/index.js';
-import { releaseVersion, type Pending } from '../../src/sync/pending.js';
+import { READ_AGAIN, releaseVersion, type Pending } from '../../src/sync/pending.js';
 import type { Target } from '../../src/sync/repairer.js';
 
 const drifted = (): Pending => ({
@@ -49,5 +49,14 @@ describe('a planned revert lets go of the version it was planned on', () => {
     expect(runs[0]!.object.spec).toEqual({ source: { targetRevision: 'evil' } });
     expect(runs[1]).toMatchObject({ stale: true, attempt: 1 });
     expect(runs[1]!.object.spec).toBeUndefined();
+  });
+});
+
+describe('what a work item knows of the version before it', () => {
+  it('is forgotten when the object is read again: a read may return a version several writes on', () => {
+    const work = { ...drifted(), follows: '41' };
+    releaseVersion(work);
+    expect(work.follows).toBeUndefined();
+    expect({ ...drifted(), follows: '41', ...READ_AGAIN }.follows).toBeUndefined();
   });
 });

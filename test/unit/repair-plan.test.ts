@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import jsonpatch from 'fast-json-patch';
-import { entryValues, observe, planRepair, SELECTION, STAMP_ANNOTATION, type CanonicalEntry, type Layers, type RepairInput, type RepairPlan } from '../../src/guard/index.js';
+import { entryValues, heldUntilWrite, observe, planRepair, SELECTION, STAMP_ANNOTATION, type CanonicalEntry, type Layers, type RepairInput, type RepairPlan } from '../../src/guard/index.js';
 import type { KubeObject } from '../../src/kube/index.js';
 import { context, keyOf, review, setTargetRevision, stamp, type TestContext } from '../helpers/admission.js';
 
@@ -147,6 +147,60 @@ describe('the repair plan (pure: what the watcher does about one version)', () =
     expect(back.metadata!.labels).toEqual({ team: 'a' });
     expect(back.spec).toEqual(object.spec);
     expect(planRepair(input(t, key, escaped, entry, { layers: layers('90') }))).toMatchObject({ kind: 'forget' });
+  });
+});
+
+describe('a version the watch showed right after the canonical one, without a gap (round 8: a copy known canonical before a period began)', () => {
+  // The entry is known canonical at 100; the next write to the object is 120. A guard period
+  // began at 110, after the copy was last seen: its relist (which raises the known revision)
+  // has not reached the object yet.
+  const periodFrom110 = layers('110');
+  const endedPeriod = (until: string): Layers => ({ ...layers(), guard: { intact: false, verified: [{ since: '110', sinceTime: 0, until }] } });
+
+  it('a write made within a live guard period is trusted (learned, never reverted) when it directly follows the canonical version', () => {
+    const { t, object, key, entry } = setup();
+    const changed = aliceChange(object);
+    // Without the watch's order, every revision since 100 is in question: not attributable.
+    expect(planRepair(input(t, key, changed, entry, { layers: periodFrom110 }))).toMatchObject({ kind: 'revert', attribution: 'unattributed' });
+    const plan = planRepair(input(t, key, changed, entry, { layers: periodFrom110, follows: '100' }));
+    expect(plan).toMatchObject({ kind: 'keep', store: true, purpose: 'restamp', drifted: false });
+    expect(plan.unattributed).toBeUndefined();
+    if (plan.kind === 'keep') expect(entryValues(plan.entry)['/spec'].source.targetRevision).toBe('my-branch');
+  });
+
+  it('a write made within a period since ended is trusted likewise; one made after it was last verified is not', () => {
+    const { t, object, key, entry } = setup();
+    const changed = aliceChange(object);
+    expect(planRepair(input(t, key, changed, entry, { layers: endedPeriod('130'), follows: '100' }))).toMatchObject({ kind: 'keep', store: true });
+    expect(planRepair(input(t, key, changed, entry, { layers: endedPeriod('115'), follows: '100' }))).toMatchObject({ kind: 'revert', attribution: 'unattributed' });
+  });
+
+  it('vouches for nothing when the version before was not the canonical one, the write came before the period, or the copy is another', () => {
+    const { t, object, key, entry } = setup();
+    const changed = aliceChange(object);
+    // An earlier write (105, in the blind window) came between: it may hold the change.
+    expect(planRepair(input(t, key, changed, entry, { layers: periodFrom110, follows: '105' }))).toMatchObject({ kind: 'revert', attribution: 'unattributed' });
+    // The write itself (120) came before the period (from 125 on).
+    expect(planRepair(input(t, key, changed, entry, { layers: layers('125'), follows: '100' }))).toMatchObject({ kind: 'revert', attribution: 'unattributed' });
+    // A copy recreated under another uid is not the canonical copy's successor.
+    const other = structuredClone(changed);
+    other.metadata!.uid = 'another-uid';
+    expect(heldUntilWrite(entry, other, '100')).toBe(entry);
+    expect(heldUntilWrite(entry, changed, '100')).toMatchObject({ knownAt: '119' });
+    expect(planRepair(input(t, key, other, entry, { layers: periodFrom110, follows: '100' }))).toEqual(planRepair(input(t, key, other, entry, { layers: periodFrom110 })));
+    // Revisions that are not numbers order nothing.
+    const opaque = structuredClone(changed);
+    opaque.metadata!.resourceVersion = 'abc';
+    expect(planRepair(input(t, key, opaque, entry, { layers: periodFrom110, follows: '100' }))).toMatchObject({ kind: 'revert', attribution: 'unattributed' });
+  });
+
+  it('tells an untrusted write apart too: made while the stamp layer held, unstamped, it is reverted as untrusted, not unattributed', () => {
+    const { t, object, key, entry } = setup();
+    const changed = aliceChange(object);
+    expect(planRepair(input(t, key, changed, entry, { layers: layers(undefined, '110') }))).toMatchObject({ kind: 'revert', attribution: 'unattributed' });
+    const plan = planRepair(input(t, key, changed, entry, { layers: layers(undefined, '110'), follows: '100' }));
+    expect(plan).toMatchObject({ kind: 'revert', attribution: 'untrusted' });
+    expect(plan.unattributed).toBeUndefined();
   });
 });
 
