@@ -11,6 +11,9 @@ export interface ShownVersion {
   follows?: string;
 }
 
+/** A key known (from the store) whose versions the watch has not shown yet: one value for all of them. */
+export const NOT_SHOWN: ShownVersion = Object.freeze({ version: '' });
+
 /**
  * The informer's projection. A list shows no order: after a gap in the watch (410 Gone, a
  * restart) the version it shows may be several writes on, so it follows nothing known. Unless

@@ -17,7 +17,7 @@ import type { CanonicalCache } from './cache.js';
 import type { NamespaceLabelCache } from './namespace-labels.js';
 import { Repairer, type Target } from './repairer.js';
 import { READ_AGAIN, releaseVersion, type Pending } from './pending.js';
-import { shownVersion, type ShownVersion } from './shown-version.js';
+import { NOT_SHOWN, shownVersion, type ShownVersion } from './shown-version.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
 import { StoreWriter } from './store-writer.js';
 import { TombstoneKeeper } from './tombstone-keeper.js';
@@ -169,7 +169,8 @@ export class Watcher {
             this.d.logger.warn('watch restarted', { resource: label, namespace, reason });
           },
         },
-        (event) => this.onInformerEvent(scope, prefix, event),
+        // The informer's cache holds this version's projection when the handler runs: what it follows.
+        (event) => this.onInformerEvent(scope, prefix, event, informer.get(event.key)?.follows),
       );
       this.resources.push({ ...scope, informer, prefix });
       this.watchingSince.set(`${group}/${resource}`, Date.now());
@@ -184,7 +185,7 @@ export class Watcher {
 
   /** Keys with a canonical value in the scope, no version of them shown yet. */
   private *knownIn(prefix: string): Iterable<[string, ShownVersion]> {
-    for (const key of this.d.cache.keys()) if (key.startsWith(prefix)) yield [key, { version: '' }];
+    for (const key of this.d.cache.keys()) if (key.startsWith(prefix)) yield [key, NOT_SHOWN];
   }
 
   /** Stops watching; a leader first writes what it has not stored yet. */
@@ -251,7 +252,7 @@ export class Watcher {
     }
   }
 
-  private onInformerEvent(scope: WatchScope, prefix: string, event: InformerEvent<KubeObject, ShownVersion>): void {
+  private onInformerEvent(scope: WatchScope, prefix: string, event: InformerEvent<KubeObject, ShownVersion>, follows: string | undefined): void {
     if (!event.object) {
       // Missing from a complete list: deleted while the watch was not looking.
       const entry = this.d.cache.get(event.key);
@@ -261,7 +262,7 @@ export class Watcher {
       this.enqueue(scope, event.key, 'DELETED', ghost, undefined, false, undefined);
       return;
     }
-    this.enqueue(scope, event.key, event.type, event.object, event.listedAt, event.list !== undefined && event.list >= (this.raisingKnownAt.get(prefix) ?? Infinity), shownVersion(event.object, event.previous, event.list !== undefined).follows);
+    this.enqueue(scope, event.key, event.type, event.object, event.listedAt, event.list !== undefined && event.list >= (this.raisingKnownAt.get(prefix) ?? Infinity), follows);
   }
 
   private enqueue(gvr: Pick<WatchScope, 'group' | 'version' | 'resource'>, key: string, type: Pending['type'], object: KubeObject, listedAt: string | undefined, storeListed: boolean, follows: string | undefined, namespaceRead = false): void {

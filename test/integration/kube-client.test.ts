@@ -6,6 +6,13 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../src/kube/index.js';
 import { createCA, createServingCert } from '../../src/certs/index.js';
 
+/** A local plain-HTTP server answering with `handler`, and a client of it under `path`. */
+async function plainApiserver(handler: http.RequestListener, path = ''): Promise<{ server: http.Server; kube: KubeClient }> {
+  const server = http.createServer({ keepAliveTimeout: 5_000 }, handler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, kube: await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`) };
+}
+
 /** A client of a plain-HTTP server at `server`, no credentials. */
 function plainHttpClient(server: string): Promise<KubeClient> {
   const kc = new KubeConfig();
@@ -26,16 +33,14 @@ describe('KubeClient request bodies', () => {
   const seen: Array<{ method: string; body: string }> = [];
 
   beforeAll(async () => {
-    server = http.createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+    ({ server, kube } = await plainApiserver((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         seen.push({ method: req.method!, body: Buffer.concat(chunks).toString() });
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    kube = await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    }));
   });
 
   afterAll(() => {
@@ -62,13 +67,11 @@ describe('KubeClient under a server path', () => {
   const urls: string[] = [];
 
   beforeAll(async () => {
-    server = http.createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+    ({ server, kube } = await plainApiserver((req, res) => {
       urls.push(req.url!);
       if (req.url!.includes('watch=1')) res.writeHead(200, { 'content-type': 'application/json' }).end('{"type":"ADDED","object":{"kind":"Secret"}}\n');
       else res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"SecretList","items":[]}');
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    kube = await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/k8s/clusters/c-1/`);
+    }, '/k8s/clusters/c-1/'));
   });
 
   afterAll(() => {
@@ -211,7 +214,7 @@ describe('KubeClient watch lines', () => {
   const small = (i: number) => ({ type: 'ADDED', object: { kind: 'Application', metadata: { name: `a-${i}` } } });
 
   beforeAll(async () => {
-    server = http.createServer((_req, res) => {
+    ({ server, kube } = await plainApiserver((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       // Two events and a blank line in one piece, then the large one in 1,000-byte pieces
       // (cutting characters of 2 and 4 bytes), the last piece carrying the start of the next.
@@ -227,9 +230,7 @@ describe('KubeClient watch lines', () => {
         setTimeout(next, 1);
       };
       next();
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    kube = await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    }));
   });
 
   afterAll(() => {
