@@ -30,11 +30,18 @@ export interface RequestOptions {
   headers?: Record<string, string | string[]>;
   /**
    * The caller does not read a successful answer (a revert's PATCH is answered with the whole
-   * object, an Event's POST with the Event): it is not parsed, and the call resolves with
-   * undefined. A failure's Status is read as always.
+   * object, an Event's POST with the Event): it is asked for as metadata only, not parsed, and
+   * the call resolves with undefined. A failure's Status is read as always.
    */
   discardResponse?: boolean;
 }
+
+/**
+ * What a call whose answer is discarded accepts: the object's metadata alone, else (a server
+ * that cannot transform) the whole object. The apiserver then encodes and sends about 0.8 KB
+ * instead of the whole object (5 KB and more for an Application), for every revert and Event.
+ */
+export const METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json';
 
 /**
  * A thin REST client over a kubeconfig. client-node supplies authentication; requests
@@ -156,7 +163,7 @@ export class KubeClient {
   }
 
   private async open(method: string, path: string, options: RequestOptions, body?: string, agent = this.agent): Promise<http.ClientRequest> {
-    const headers: Record<string, string | string[]> = { ...(this.requestOptions.headers as Record<string, string>), ...(await this.authHeaders()), accept: 'application/json', ...options.headers };
+    const headers: Record<string, string | string[]> = { ...(this.requestOptions.headers as Record<string, string>), ...(await this.authHeaders()), accept: options.discardResponse ? METADATA_ONLY : 'application/json', ...options.headers };
     if (body !== undefined) {
       headers['content-type'] = options.contentType ?? 'application/json';
       // Node frames a DELETE body neither as chunks nor by length unless told: the apiserver

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../src/kube/index.js';
+import { METADATA_ONLY } from '../../src/kube/client.js';
 import { createCA, createServingCert } from '../../src/certs/index.js';
 
 /** A local plain-HTTP server answering with `handler`, and a client of it under `path`. */
@@ -56,6 +57,39 @@ describe('KubeClient request bodies', () => {
       { method: 'DELETE', body: JSON.stringify(options) },
       { method: 'POST', body: '{"kind":"AppProject"}' },
     ]);
+  });
+});
+
+// A revert's PATCH and an Event's write are answered with the whole object, which nobody
+// reads: they ask for its metadata alone (the apiserver encodes and sends a sixth of it or
+// less), falling back to the whole object where the server cannot transform; a call whose
+// answer is read asks for the object.
+describe('KubeClient answers it discards', () => {
+  let server: http.Server;
+  let kube: KubeClient;
+  const accepted: string[] = [];
+
+  beforeAll(async () => {
+    ({ server, kube } = await plainApiserver((req, res) => {
+      accepted.push(req.headers.accept ?? '');
+      req.resume();
+      if (req.url!.includes('missing')) res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","reason":"NotFound","message":"gone"}');
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"Application","metadata":{"name":"a"}}');
+    }));
+  });
+
+  afterAll(() => {
+    kube?.close();
+    server.close();
+  });
+
+  it('asks for metadata only when discarding, the object when reading, and still reads a failure', async () => {
+    const path = '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications';
+    await expect(kube.request('PATCH', `${path}/a`, { body: [], contentType: 'application/json-patch+json', discardResponse: true })).resolves.toBeUndefined();
+    await expect(kube.request('GET', `${path}/a`)).resolves.toEqual({ kind: 'Application', metadata: { name: 'a' } });
+    await expect(kube.request('PATCH', `${path}/missing`, { body: [], discardResponse: true })).rejects.toMatchObject({ status: 404, reason: 'NotFound' });
+    expect(accepted).toEqual([METADATA_ONLY, 'application/json', METADATA_ONLY]);
+    expect(METADATA_ONLY).toBe('application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json');
   });
 });
 
