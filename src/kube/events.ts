@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { KubeClient } from './client.js';
+import { CALLS_IN_FLIGHT, type KubeClient } from './client.js';
 import { SPEC_GUARD } from '../names.js';
 
 export interface InvolvedObject {
@@ -31,7 +31,7 @@ interface Series {
 /** Series remembered at once (the least recently recorded are forgotten first: a later occurrence starts a new Event). */
 const MAX_SERIES = 10_000;
 /** Event writes at once: a burst of reverts is not slowed by its own Events, which wait. */
-const MAX_IN_FLIGHT = 4;
+const MAX_IN_FLIGHT = CALLS_IN_FLIGHT.events;
 
 export class EventRecorder {
   private readonly series = new Map<string, Series>();

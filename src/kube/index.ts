@@ -1,4 +1,4 @@
-export { KubeClient, KubeError, isNotFound, isConflict, type RequestOptions } from './client.js';
+export { CALLS_IN_FLIGHT, KubeClient, KubeError, isNotFound, isConflict, type RequestOptions } from './client.js';
 export { readSecret, readOrCreateSecret, decodeSecretData, encodeSecretData, secretPath, type Secret } from './secrets.js';
 export { type ReflectorOptions, type ListedObject } from './reflector.js';
 export { Informer, type InformerEvent, type InformerOptions } from './informer.js';

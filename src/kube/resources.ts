@@ -6,7 +6,7 @@ interface Versioned {
 }
 
 /** What a call may add: a timeout, query parameters (fieldManager, labelSelector), a look at the response headers. */
-export type CallOptions = Pick<RequestOptions, 'timeoutMs' | 'query' | 'onHeaders'>;
+export type CallOptions = Pick<RequestOptions, 'timeoutMs' | 'query' | 'onHeaders' | 'onSent'>;
 
 /**
  * One collection of the API, typed: a missing object reads as undefined, a write goes to the

@@ -116,17 +116,18 @@ export class Repairer {
       this.record(object, { reason: 'SpecDriftFight', message: `Another writer keeps changing ${plan.changed.join(', ')}; spec-guard keeps reverting, each time after a longer wait (up to 5 min)` });
       this.d.logger.warn('another writer keeps changing a guarded object; reverts back off', { key });
     }
-    const patchStarted = Date.now();
-    const outcome = await this.patch(target, object, plan.ops, 'revert');
+    let sentAt = Date.now();
+    const outcome = await this.patch(target, object, plan.ops, 'revert', () => (sentAt = Date.now()));
     if (outcome.again || plan.ops.length === 0) return outcome;
     const now = Date.now();
     this.d.metrics.reverts.inc({ resource: label, result: 'reverted' });
     this.d.metrics.revertLatency.observe((now - seen.at) / 1000);
     this.record(object, plan.report);
     // ms: since the watch showed the drift; of that, queuedMs: waiting for a repair slot,
-    // patchMs: the apiserver's answer to the revert; attempt: tries before this one (a
-    // conflict re-reads and decides again).
-    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seen.at, queuedMs: seen.handledAt - seen.at, patchMs: now - patchStarted, attempt });
+    // patchMs: the apiserver's answer to the revert, from the PATCH written to its connection
+    // (a wait for one of the client's connections is spec-guard's own); attempt: tries before
+    // this one (a conflict re-reads and decides again).
+    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seen.at, queuedMs: seen.handledAt - seen.at, patchMs: now - sentAt, attempt });
     return DONE;
   }
 
@@ -134,14 +135,14 @@ export class Repairer {
    * Patches with a resourceVersion test. On a conflict the object is decided again on a
    * fresh read; other errors go to the queue, which retries with backoff.
    */
-  private async patch(target: Target, object: KubeObject, ops: PatchOp[], what: 'stamp' | 'restamp' | 'revert'): Promise<Outcome> {
+  private async patch(target: Target, object: KubeObject, ops: PatchOp[], what: 'stamp' | 'restamp' | 'revert', onSent?: () => void): Promise<Outcome> {
     if (ops.length === 0) return DONE;
     const meta = object.metadata!;
     try {
       await Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, meta.namespace).jsonPatchUnread(
         meta.name!,
         [{ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion }, ...ops],
-        { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000 },
+        { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000, onSent },
       );
       return DONE;
     } catch (err) {

@@ -1,4 +1,4 @@
-import { collectionPath, Informer, Resources, WorkQueue, type EventRecorder, type InformerEvent, type KubeClient, type KubeObject } from '../kube/index.js';
+import { CALLS_IN_FLIGHT, collectionPath, Informer, Resources, WorkQueue, type EventRecorder, type InformerEvent, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
@@ -87,10 +87,9 @@ export function watchScopes(policy: Policy): WatchScope[] {
 const MAX_RETRIES = 10;
 /**
  * Objects repaired at once. In a burst each revert is one PATCH, which the busy apiserver
- * takes about 200 ms to answer (bench/revert); with as many in flight as the client has
- * connections, a revert waits for the apiserver, not for a slot here.
+ * takes about 200 ms to answer (bench/revert); the client keeps a connection for each.
  */
-const CONCURRENT_REPAIRS = 64;
+const CONCURRENT_REPAIRS = CALLS_IN_FLIGHT.repairs;
 
 
 /**

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../src/kube/index.js';
-import { METADATA_ONLY } from '../../src/kube/client.js';
+import { CALLS_IN_FLIGHT, METADATA_ONLY, REQUEST_SOCKETS } from '../../src/kube/client.js';
 import { createCA, createServingCert } from '../../src/certs/index.js';
 
 /** A local plain-HTTP server answering with `handler`, and a client of it under `path`. */
@@ -90,6 +90,56 @@ describe('KubeClient answers it discards', () => {
     await expect(kube.request('PATCH', `${path}/missing`, { body: [], discardResponse: true })).rejects.toMatchObject({ status: 404, reason: 'NotFound' });
     expect(accepted).toEqual([METADATA_ONLY, 'application/json', METADATA_ONLY]);
     expect(METADATA_ONLY).toBe('application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json');
+  });
+});
+
+// A revert's own share ends when its PATCH is written to a connection: a wait for one of the
+// pool's connections is this process's, not the apiserver's, and is not reported as sent.
+describe('KubeClient sent', () => {
+  const POOL = REQUEST_SOCKETS;
+  let server: http.Server;
+  let kube: KubeClient;
+  const held: http.ServerResponse[] = [];
+
+  beforeAll(async () => {
+    ({ server, kube } = await plainApiserver((req, res) => {
+      req.resume();
+      held.push(res);
+    }));
+  });
+
+  afterAll(() => {
+    kube?.close();
+    server.close();
+  });
+
+  it('reports a call sent once it is written, not while it waits for a connection', async () => {
+    const sent: number[] = [];
+    const calls = Array.from({ length: POOL + 1 }, (_, i) =>
+      kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/a${i}`, { body: [], discardResponse: true, onSent: () => sent.push(i) }),
+    );
+    while (held.length < POOL) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(held).toHaveLength(POOL);
+    expect(sent).toHaveLength(POOL);
+    expect(sent).not.toContain(POOL);
+    held.shift()!.writeHead(200).end('{}');
+    while (held.length < POOL) await new Promise((r) => setTimeout(r, 5));
+    expect(sent).toContain(POOL);
+    for (const res of held.splice(0)) res.writeHead(200).end('{}');
+    await Promise.all(calls);
+  });
+
+  it('sends a lease renewal at once while a burst holds every repair slot and Event write', async () => {
+    const busy = CALLS_IN_FLIGHT.repairs + CALLS_IN_FLIGHT.events;
+    const calls = Array.from({ length: busy }, (_, i) => kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/b${i}`, { body: [], discardResponse: true }));
+    for (let waited = 0; held.length < busy && waited < 2000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+    let renewalSent = false;
+    const renewal = kube.request('PUT', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard', { body: {}, onSent: () => (renewalSent = true) });
+    for (let waited = 0; !renewalSent && waited < 2000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+    expect(renewalSent).toBe(true);
+    for (const res of held.splice(0)) res.writeHead(200).end('{}');
+    await Promise.all([...calls, renewal]);
   });
 });
 
