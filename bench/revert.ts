@@ -5,7 +5,7 @@
 // and the same bursts reverted by the smallest reverters in Node.js and Go.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../src/kube/index.js';
@@ -91,7 +91,9 @@ async function main(): Promise<void> {
     const own = ownRevertTimes(sg.logFile, burstNames);
     const warm = await warmBurst(kube, pids, 'spec-guard', sg.child.pid!, 'evil');
     await sg.stop();
+    const apiserverBefore = processCpuMicros(pids['kube-apiserver']);
     const alone = await patchMany(kube, ALICE, burstNames, 'evil-again');
+    const apiserverMsPerPatch = (processCpuMicros(pids['kube-apiserver']) - apiserverBefore) / 1000 / BURST;
     // The floor: the same burst reverted by a bare Node.js watcher (bench/bare-reverter.ts)
     // that keeps 'evil-again' and does only the I/O a revert needs; then by its Go peer.
     const bare = await peerBursts(kube, admin, self, process.execPath, [fileURLToPath(new URL('./bare-reverter.js', import.meta.url))], 'evil-bare');
@@ -105,6 +107,7 @@ async function main(): Promise<void> {
     console.log(`${BURST} Applications of ~5 KB drifted at once (${CONCURRENCY} PATCHes at a time), spec-guard CPU ${cold.cpuMsPerRevert.toFixed(2)} ms per revert:\n${describeBurst(burst, BURST, own)}`);
     console.log(`the same ${BURST} drifted again ${BETWEEN_BURSTS_MS / 1000} s later (spec-guard warm): ${warm.cpuMsPerRevert.toFixed(2)} ms CPU per revert; each drift stayed p50 ${percentile(warm.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(warm.burst.latencies, 99).toFixed(0)} ms`);
     console.log(`the same ${BURST} PATCHes without spec-guard: ${(alone.ms / 1000).toFixed(1)} s (${((BURST * 1000) / alone.ms).toFixed(0)}/s, p50 ${percentile(alone.latencies, 50).toFixed(0)} ms, p99 ${percentile(alone.latencies, 99).toFixed(0)} ms)`);
+    console.log(`  ${apiserverFloor(apiserverMsPerPatch)}`);
     const ratio = (a: Measured, b: Measured) => `spec-guard ${(a.cpuMsPerRevert / b.cpuMsPerRevert).toFixed(2)}× that`;
     const peer = (r: { cold: Measured; warm: Measured }) =>
       `${r.cold.cpuMsPerRevert.toFixed(2)} ms CPU per revert (${ratio(cold, r.cold)}), warm ${r.warm.cpuMsPerRevert.toFixed(2)} ms (${ratio(warm, r.warm)}); ${r.cold.burst.latencies.length} of ${BURST} reverted, each drift stayed p50 ${percentile(r.cold.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(r.cold.burst.latencies, 99).toFixed(0)} ms`;
@@ -130,6 +133,17 @@ async function main(): Promise<void> {
     kube.close();
     if (!process.env.BENCH_KEEP) controlPlaneDown();
   }
+}
+
+/**
+ * The apiserver's own cost of the same writes, the floor under any reverter's burst: what its
+ * CPU per PATCH allows on this machine's cores, and how long the drifts and their reverts
+ * keep it busy at the least.
+ */
+function apiserverFloor(msPerPatch: number): string {
+  const cores = availableParallelism();
+  const perSecond = (cores * 1000) / msPerPatch;
+  return `the apiserver's CPU per PATCH: ${msPerPatch.toFixed(2)} ms, so at most ${perSecond.toFixed(0)} PATCHes/s on ${cores} cores doing nothing else; ${BURST} drifts and their ${BURST} reverts keep them busy at least ${((2 * BURST) / perSecond).toFixed(1)} s`;
 }
 
 /** After a burst, its reverter's CPU is counted this much longer: the Events it recorded are still being written. */
