@@ -286,15 +286,16 @@ export class KubeClient {
 }
 
 /**
- * Calls in flight at once, by caller. Each caller stays within its share, and the pool holds
- * all of them: a burst's reverts never wait for a connection behind the Events, nor a lease
- * renewal, a layer check or a store write behind the reverts (with one pool of 64 for 64 repair
- * slots and 4 Event writes, a revert's PATCH waited for a connection p99 105-206 ms in a
- * 1,000-drift burst, counted as the apiserver's).
+ * Calls in flight at once, by caller: the watcher's repairs, Event writes, the lists of
+ * namespaces that entered a selection, and the rest (lease renewals, layer checks, store
+ * writes, each one call at a time). The pool holds every share: a burst's reverts never wait
+ * for a connection behind the Events, nor a lease renewal behind the reverts (with one pool of
+ * 64 for 64 repair slots and 4 Event writes, a revert's PATCH waited for a connection p99
+ * 105-206 ms in a 1,000-drift burst, counted as the apiserver's).
  */
-export const CALLS_IN_FLIGHT = { repairs: 64, events: 4, rest: 12 } as const;
+export const CALLS_IN_FLIGHT = { repairs: 64, events: 4, namespaceLists: 4, rest: 8 } as const;
 /** Connections for calls: every caller's share (the apiserver, not this pool, sets the pace). */
-export const REQUEST_SOCKETS = CALLS_IN_FLIGHT.repairs + CALLS_IN_FLIGHT.events + CALLS_IN_FLIGHT.rest;
+export const REQUEST_SOCKETS = Object.values(CALLS_IN_FLIGHT).reduce((sum, share) => sum + share, 0);
 
 /** How long credentials are used before they are read again (client-go re-reads token files every minute). */
 const CREDENTIAL_REFRESH_MS = 60_000;

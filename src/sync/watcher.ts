@@ -134,7 +134,7 @@ export class Watcher {
       retryWith: (work) => work && { ...work, attempt: work.attempt + 1 },
       metrics: d.metrics.queue('watcher'),
     });
-    this.namespaceQueue = new WorkQueue<NamespaceWork>((_key, work) => this.listNamespace(work), { maxRetries: MAX_RETRIES, onError, metrics: d.metrics.queue('namespaces') });
+    this.namespaceQueue = new WorkQueue<NamespaceWork>((_key, work) => this.listNamespace(work), { concurrency: CALLS_IN_FLIGHT.namespaceLists, maxRetries: MAX_RETRIES, onError, metrics: d.metrics.queue('namespaces') });
   }
 
   /** Loads the store (unless given its snapshot), then lists every guarded resource; resolves once all are listed. */
