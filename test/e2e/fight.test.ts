@@ -47,6 +47,10 @@ describeLocal('a writer that fights the revert', () => {
     expect(made).toBeGreaterThanOrEqual(5);
     expect(made).toBeLessThan(15);
     await waitFor('the SpecDriftFight Event', () => eventsFor(NS, 'fight', 'SpecDriftFight').length > 0, 10_000, 250);
+    // The reverts' Events are one series: created once, then its count raised by PATCHes
+    // whose answers the apiserver sends as metadata only.
+    await waitFor('the reverts counted in one Event', () => eventsFor(NS, 'fight', 'SpecDriftReverted').some((e) => e.count >= made), 15_000, 250);
+    expect(eventsFor(NS, 'fight', 'SpecDriftReverted')).toHaveLength(1);
     expect(await sg.metrics()).toMatch(/spec_guard_revert_backoffs_total\{resource="applications\.argoproj\.io"\} 1/);
   });
 });
