@@ -33,11 +33,12 @@ func call(method, path, contentType string, body []byte) (*http.Response, error)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
+	accept := "application/json"
 	if method != http.MethodGet {
 		// Writes ask for their answer as metadata only, as spec-guard's do: nobody reads it.
-		req.Header.Set("Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json")
+		accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
 	}
+	req.Header.Set("Accept", accept)
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
 	}

@@ -14,6 +14,11 @@ async function plainApiserver(handler: http.RequestListener, path = ''): Promise
   return { server, kube: await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`) };
 }
 
+/** Resolves once `done()` holds, or after `limitMs` (the assertions that follow say which). */
+async function until(done: () => boolean, limitMs = 2000): Promise<void> {
+  for (let waited = 0; !done() && waited < limitMs; waited += 5) await new Promise((r) => setTimeout(r, 5));
+}
+
 /** A client of a plain-HTTP server at `server`, no credentials. */
 function plainHttpClient(server: string): Promise<KubeClient> {
   const kc = new KubeConfig();
@@ -118,13 +123,13 @@ describe('KubeClient sent', () => {
     const calls = Array.from({ length: POOL + 1 }, (_, i) =>
       kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/a${i}`, { body: [], discardResponse: true, onSent: () => sent.push(i) }),
     );
-    while (held.length < POOL) await new Promise((r) => setTimeout(r, 5));
+    await until(() => held.length >= POOL);
     await new Promise((r) => setTimeout(r, 100));
     expect(held).toHaveLength(POOL);
     expect(sent).toHaveLength(POOL);
     expect(sent).not.toContain(POOL);
     held.shift()!.writeHead(200).end('{}');
-    while (held.length < POOL) await new Promise((r) => setTimeout(r, 5));
+    await until(() => held.length >= POOL);
     expect(sent).toContain(POOL);
     for (const res of held.splice(0)) res.writeHead(200).end('{}');
     await Promise.all(calls);
@@ -133,10 +138,10 @@ describe('KubeClient sent', () => {
   it('sends a lease renewal at once while a burst holds every repair slot and Event write', async () => {
     const busy = CALLS_IN_FLIGHT.repairs + CALLS_IN_FLIGHT.events;
     const calls = Array.from({ length: busy }, (_, i) => kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/b${i}`, { body: [], discardResponse: true }));
-    for (let waited = 0; held.length < busy && waited < 2000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+    await until(() => held.length >= busy);
     let renewalSent = false;
     const renewal = kube.request('PUT', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard', { body: {}, onSent: () => (renewalSent = true) });
-    for (let waited = 0; !renewalSent && waited < 2000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+    await until(() => renewalSent);
     expect(renewalSent).toBe(true);
     for (const res of held.splice(0)) res.writeHead(200).end('{}');
     await Promise.all([...calls, renewal]);
