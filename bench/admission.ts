@@ -1,7 +1,8 @@
 // bench/admission: CPU time per AdmissionReview and requests/s of spec-guard's /validate
 // (untrusted spec change, denied) and /mutate (trusted write, stamped), side by side with a
-// bare Node HTTPS server that parses the body and answers a fixed allow, and with a minimal
-// Go webhook (bench/go-webhook: encoding/json into maps, reflect.DeepEqual of spec). Same
+// bare Node HTTPS server that parses the body and answers a fixed allow, the same server doing
+// the least a guard's answer needs (compare the spec; hash and sign it), and a minimal Go
+// webhook (bench/go-webhook: encoding/json into maps, reflect.DeepEqual of spec). Same
 // machine, same TLS, same 25 KB Application, 16 keep-alive connections; the servers take
 // turns, round after round, so that a noisy neighbour hits all of them alike. The figure
 // that holds on a busy machine is the server process's CPU time divided by its requests.
@@ -28,6 +29,8 @@ const VARIANTS = (process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolea
 
 
 const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
+/** Index of the bare server doing the least guard work; spec-guard's servers follow it. */
+const LEAST = 2;
 const bare = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 
 const answers = (port: number) =>
@@ -113,6 +116,7 @@ async function main(): Promise<void> {
   const servers = [
     { name: 'bare Node (parse, allow)', port: 19444, command: process.execPath, args: [bare, 'parse', crt, key, '19444'] },
     { name: 'minimal Go webhook', port: 19446, command: go, args: [crt, key, '127.0.0.1:19446', GO_TRUSTED_USER] },
+    { name: 'bare Node, least guard work', port: 19443, command: process.execPath, args: [bare, 'least', crt, key, '19443'] },
     specGuard('spec-guard', 19445, SHIPPED_OPTIONS),
     ...VARIANTS.map((options, i) => specGuard(`spec-guard, ${options}`, 19447 + i, options)),
   ];
@@ -142,16 +146,21 @@ async function main(): Promise<void> {
         );
       });
       const f = (x: number) => x.toFixed(2);
-      for (let i = 2; i < servers.length; i++) {
+      const least = pairedRatios(samples, LEAST, 0);
+      console.log(`  → the least guard work (${c.path === '/mutate' ? 'serialize, hash and sign the spec' : 'compare the spec with the old one'}) alone: ${f(least.median)}× the bare server (${f(least.min)}–${f(least.max)})`);
+      for (let i = LEAST + 1; i < servers.length; i++) {
         const bare = pairedRatios(samples, i, 0);
         const verdict = bare.median <= c.target ? 'met' : 'NOT met';
-        console.log(`  → ${servers[i]!.name} CPU per review: ${f(bare.median)}× the bare server (median of ${ROUNDS} paired rounds, ${f(bare.min)}–${f(bare.max)}; target ≤ ${c.target}×: ${verdict}), ${f(pairedRatios(samples, i, 1).median)}× the Go webhook`);
+        console.log(
+          `  → ${servers[i]!.name} CPU per review: ${f(bare.median)}× the bare server (median of ${ROUNDS} paired rounds, ${f(bare.min)}–${f(bare.max)}; target ≤ ${c.target}×: ${verdict}), ` +
+            `${f(pairedRatios(samples, i, LEAST).median)}× the least guard work, ${f(pairedRatios(samples, i, 1).median)}× the Go webhook`,
+        );
       }
-      groups.push({ label: `${c.name} (spec-guard ${f(pairedRatios(samples, 2, 0).median)}× bare)`, bars: servers.map((server, i) => ({ label: server.name, value: cpu[i]! })) });
+      groups.push({ label: `${c.name} (spec-guard ${f(pairedRatios(samples, LEAST + 1, 0).median)}× bare)`, bars: servers.map((server, i) => ({ label: server.name, value: cpu[i]! })) });
     }
     console.log(`peak RSS after the rounds: ${servers.map((server, i) => `${server.name} ${residentMb(children[i]!.pid!, 'VmHWM').toFixed(0)} MiB`).join(', ')}`);
     console.log(`picture: ${savePicture('admission-cpu.svg', barChart(`bench:admission, CPU µs per review (${w.objectBytes}-byte Application, medians of ${ROUNDS} rounds)`, 'CPU µs per review', groups))}`);
-    await floodSection(servers[2]!.port, w.trustedUpdate, w.untrustedUpdate);
+    await floodSection(servers[LEAST + 1]!.port, w.trustedUpdate, w.untrustedUpdate);
   } finally {
     children.forEach((c) => c.kill());
   }
