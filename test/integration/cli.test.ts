@@ -2,9 +2,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it, jest } from '@jest/globals';
 import { review } from '../helpers/admission.js';
 import { runCli, startCli, type Daemon } from '../helpers/cli.js';
+
+// Each test starts spec-guard as a process of its own: on a shared 2-core machine compiling a
+// kube-apiserver beside the suite, that can take longer than the default 5 s. A hang still fails.
+jest.setTimeout(30_000);
 
 const dir = mkdtempSync(join(tmpdir(), 'spec-guard-cli-'));
 const goodConfig = join(dir, 'good.yaml');

@@ -2,7 +2,7 @@ import { mkdtempSync, statSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { CanonicalCache, FileStore, SecretStore, type CanonicalStore } from '../../src/sync/index.js';
 import { StoreWriter } from '../../src/sync/store-writer.js';
 import { touchOf, type Touch } from '../../src/sync/store/index.js';
@@ -11,6 +11,10 @@ import { Metrics } from '../../src/metrics/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { FakeSecrets } from '../helpers/fake-secrets.js';
 import { bulkyEntry, packedEqualsItsText } from '../helpers/entries.js';
+
+// Stores of 1,000 bulky entries: on a shared 2-core machine compiling a kube-apiserver beside
+// the suite, a test can pass the default 5 s. A hang still fails.
+jest.setTimeout(30_000);
 
 /** An entry of ~5 KB with a known-at revision, labels and annotations, as an Application's is. */
 const entry = (i: number): CanonicalEntry => ({ ...bulkyEntry(i), seq: 1, resourceVersion: String(100 + i), knownAt: String(100 + i), labels: { team: 'a' }, annotations: { 'spec-guard.io/stamp': 'x' } });

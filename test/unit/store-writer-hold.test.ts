@@ -1,10 +1,14 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { CanonicalCache, SecretStore } from '../../src/sync/index.js';
 import { StoreWriter } from '../../src/sync/store-writer.js';
 import { Metrics } from '../../src/metrics/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { FakeSecrets } from '../helpers/fake-secrets.js';
 import { bulkyEntry } from '../helpers/entries.js';
+
+// Stores of 1,000 bulky entries and (here) 3.6 s of the list's own pacing: on a shared 2-core
+// machine compiling a kube-apiserver beside the suite, over the default 5 s. A hang still fails.
+jest.setTimeout(30_000);
 
 // A start's first list learns every object, a batch at a time. Written as it grew, a Secret
 // store's state was rewritten whole again and again (most of it new at each write), while the
