@@ -52,7 +52,8 @@ function cli(args: string[]): Promise<{ code: number | null; output: string }> {
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c));
     child.stderr.on('data', (c: Buffer) => (output += c));
-    child.on('exit', (code) => resolve({ code, output }));
+    // 'close': after the output is read to its end ('exit' can come first).
+    child.on('close', (code) => resolve({ code, output }));
   });
 }
 

@@ -77,7 +77,8 @@ function startControllerLoop(name: string): void {
       });
       let err = '';
       child.stderr.on('data', (c) => (err += c));
-      child.on('exit', (code) => {
+      // 'close': after stderr is read to its end ('exit' can come first).
+      child.on('close', (code) => {
         controllerLoop.writes++;
         if (code !== 0 && !/not found/.test(err)) controllerLoop.failures.push(err);
         resolve();

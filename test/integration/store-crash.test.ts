@@ -53,7 +53,10 @@ function runAndKill(path: string, from: number, when: number | 'compaction'): Pr
       if (when === 'compaction' && readdirSync(dir).some((f) => f.includes('.tmp-'))) child.kill('SIGKILL');
     }, 1);
     const timer = setTimeout(() => child.kill('SIGKILL'), when === 'compaction' ? 20_000 : when);
-    child.on('exit', () => {
+    // 'close', not 'exit': acknowledgements still in the pipe when the process dies are read
+    // first. Counted at 'exit', a write acknowledged but not yet read looked unacknowledged, and
+    // the cut-off write after it landing too looked like two writes past the last acknowledgement.
+    child.on('close', () => {
       clearInterval(poll);
       clearTimeout(timer);
       const done = out.split('\n').slice(0, -1);
