@@ -7,11 +7,27 @@ import { KubeClient } from '../../src/kube/index.js';
 import { CALLS_IN_FLIGHT, METADATA_ONLY, REQUEST_SOCKETS } from '../../src/kube/client.js';
 import { createCA, createServingCert } from '../../src/certs/index.js';
 
-/** A local plain-HTTP server answering with `handler`, and a client of it under `path`. */
-async function plainApiserver(handler: http.RequestListener, path = ''): Promise<{ server: http.Server; kube: KubeClient }> {
-  const server = http.createServer({ keepAliveTimeout: 5_000 }, handler);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, kube: await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`) };
+/**
+ * A local plain-HTTP server answering with `handler`, and a client of it under `path`, for the
+ * tests of the enclosing describe: started before them, closed after.
+ */
+function plainApiserver(handler: http.RequestListener, path = ''): { readonly kube: KubeClient } {
+  let server: http.Server | undefined;
+  let kube: KubeClient | undefined;
+  beforeAll(async () => {
+    server = http.createServer({ keepAliveTimeout: 5_000 }, handler);
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    kube = await plainHttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`);
+  });
+  afterAll(() => {
+    kube?.close();
+    server?.close();
+  });
+  return {
+    get kube() {
+      return kube!;
+    },
+  };
 }
 
 /** Resolves once `done()` holds, or after `limitMs` (the assertions that follow say which). */
@@ -34,30 +50,21 @@ function plainHttpClient(server: string): Promise<KubeClient> {
 // The client keeps connections alive; a body the server cannot frame would be read as the
 // start of the next request on the same connection (Go's server answers "400 Bad Request").
 describe('KubeClient request bodies', () => {
-  let server: http.Server;
-  let kube: KubeClient;
   const seen: Array<{ method: string; body: string }> = [];
 
-  beforeAll(async () => {
-    ({ server, kube } = await plainApiserver((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        seen.push({ method: req.method!, body: Buffer.concat(chunks).toString() });
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      });
-    }));
-  });
-
-  afterAll(() => {
-    kube?.close();
-    server.close();
+  const api = plainApiserver((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ method: req.method!, body: Buffer.concat(chunks).toString() });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
   });
 
   it('a DELETE with DeleteOptions is framed, so the next request on the connection is read as sent', async () => {
     const options = { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Foreground' };
-    await kube.request('DELETE', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects/p', { body: options });
-    await kube.request('POST', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects', { body: { kind: 'AppProject' } });
+    await api.kube.request('DELETE', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects/p', { body: options });
+    await api.kube.request('POST', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects', { body: { kind: 'AppProject' } });
     expect(seen).toEqual([
       { method: 'DELETE', body: JSON.stringify(options) },
       { method: 'POST', body: '{"kind":"AppProject"}' },
@@ -70,29 +77,20 @@ describe('KubeClient request bodies', () => {
 // less), falling back to the whole object where the server cannot transform; a call whose
 // answer is read asks for the object.
 describe('KubeClient answers it discards', () => {
-  let server: http.Server;
-  let kube: KubeClient;
   const accepted: string[] = [];
 
-  beforeAll(async () => {
-    ({ server, kube } = await plainApiserver((req, res) => {
-      accepted.push(req.headers.accept ?? '');
-      req.resume();
-      if (req.url!.includes('missing')) res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","reason":"NotFound","message":"gone"}');
-      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"Application","metadata":{"name":"a"}}');
-    }));
-  });
-
-  afterAll(() => {
-    kube?.close();
-    server.close();
+  const api = plainApiserver((req, res) => {
+    accepted.push(req.headers.accept ?? '');
+    req.resume();
+    if (req.url!.includes('missing')) res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","reason":"NotFound","message":"gone"}');
+    else res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"Application","metadata":{"name":"a"}}');
   });
 
   it('asks for metadata only when discarding, the object when reading, and still reads a failure', async () => {
     const path = '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications';
-    await expect(kube.request('PATCH', `${path}/a`, { body: [], contentType: 'application/json-patch+json', discardResponse: true })).resolves.toBeUndefined();
-    await expect(kube.request('GET', `${path}/a`)).resolves.toEqual({ kind: 'Application', metadata: { name: 'a' } });
-    await expect(kube.request('PATCH', `${path}/missing`, { body: [], discardResponse: true })).rejects.toMatchObject({ status: 404, reason: 'NotFound' });
+    await expect(api.kube.request('PATCH', `${path}/a`, { body: [], contentType: 'application/json-patch+json', discardResponse: true })).resolves.toBeUndefined();
+    await expect(api.kube.request('GET', `${path}/a`)).resolves.toEqual({ kind: 'Application', metadata: { name: 'a' } });
+    await expect(api.kube.request('PATCH', `${path}/missing`, { body: [], discardResponse: true })).rejects.toMatchObject({ status: 404, reason: 'NotFound' });
     expect(accepted).toEqual([METADATA_ONLY, 'application/json', METADATA_ONLY]);
     expect(METADATA_ONLY).toBe('application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json');
   });
@@ -102,26 +100,17 @@ describe('KubeClient answers it discards', () => {
 // pool's connections is this process's, not the apiserver's, and is not reported as sent.
 describe('KubeClient sent', () => {
   const POOL = REQUEST_SOCKETS;
-  let server: http.Server;
-  let kube: KubeClient;
   const held: http.ServerResponse[] = [];
 
-  beforeAll(async () => {
-    ({ server, kube } = await plainApiserver((req, res) => {
-      req.resume();
-      held.push(res);
-    }));
-  });
-
-  afterAll(() => {
-    kube?.close();
-    server.close();
+  const api = plainApiserver((req, res) => {
+    req.resume();
+    held.push(res);
   });
 
   it('reports a call sent once it is written, not while it waits for a connection', async () => {
     const sent: number[] = [];
     const calls = Array.from({ length: POOL + 1 }, (_, i) =>
-      kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/a${i}`, { body: [], discardResponse: true, onSent: () => sent.push(i) }),
+      api.kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/a${i}`, { body: [], discardResponse: true, onSent: () => sent.push(i) }),
     );
     await until(() => held.length >= POOL);
     await new Promise((r) => setTimeout(r, 100));
@@ -137,10 +126,10 @@ describe('KubeClient sent', () => {
 
   it('sends a lease renewal at once while a burst holds every repair slot and Event write', async () => {
     const busy = CALLS_IN_FLIGHT.repairs + CALLS_IN_FLIGHT.events;
-    const calls = Array.from({ length: busy }, (_, i) => kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/b${i}`, { body: [], discardResponse: true }));
+    const calls = Array.from({ length: busy }, (_, i) => api.kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/b${i}`, { body: [], discardResponse: true }));
     await until(() => held.length >= busy);
     let renewalSent = false;
-    const renewal = kube.request('PUT', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard', { body: {}, onSent: () => (renewalSent = true) });
+    const renewal = api.kube.request('PUT', '/apis/coordination.k8s.io/v1/namespaces/spec-guard/leases/spec-guard', { body: {}, onSent: () => (renewalSent = true) });
     await until(() => renewalSent);
     expect(renewalSent).toBe(true);
     for (const res of held.splice(0)) res.writeHead(200).end('{}');
@@ -151,27 +140,18 @@ describe('KubeClient sent', () => {
 // An apiserver behind a proxy (Rancher, a cluster gateway) is served under the path of the
 // kubeconfig's server URL: every call and watch goes under it, with its query encoded.
 describe('KubeClient under a server path', () => {
-  let server: http.Server;
-  let kube: KubeClient;
   const urls: string[] = [];
 
-  beforeAll(async () => {
-    ({ server, kube } = await plainApiserver((req, res) => {
-      urls.push(req.url!);
-      if (req.url!.includes('watch=1')) res.writeHead(200, { 'content-type': 'application/json' }).end('{"type":"ADDED","object":{"kind":"Secret"}}\n');
-      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"SecretList","items":[]}');
-    }, '/k8s/clusters/c-1/'));
-  });
-
-  afterAll(() => {
-    kube?.close();
-    server.close();
-  });
+  const api = plainApiserver((req, res) => {
+    urls.push(req.url!);
+    if (req.url!.includes('watch=1')) res.writeHead(200, { 'content-type': 'application/json' }).end('{"type":"ADDED","object":{"kind":"Secret"}}\n');
+    else res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"SecretList","items":[]}');
+  }, '/k8s/clusters/c-1/');
 
   it('sends calls and watches under the prefix, with every defined query member encoded', async () => {
-    await kube.request('GET', '/api/v1/namespaces/argocd/secrets', { query: { labelSelector: 'app in (a,b)', limit: '5', continue: undefined } });
+    await api.kube.request('GET', '/api/v1/namespaces/argocd/secrets', { query: { labelSelector: 'app in (a,b)', limit: '5', continue: undefined } });
     const events: unknown[] = [];
-    await kube.stream('/api/v1/namespaces/argocd/secrets', { watch: '1', resourceVersion: '7' }, (e) => events.push(e), new AbortController().signal);
+    await api.kube.stream('/api/v1/namespaces/argocd/secrets', { watch: '1', resourceVersion: '7' }, (e) => events.push(e), new AbortController().signal);
     expect(urls).toEqual([
       '/k8s/clusters/c-1/api/v1/namespaces/argocd/secrets?labelSelector=app%20in%20(a%2Cb)&limit=5',
       '/k8s/clusters/c-1/api/v1/namespaces/argocd/secrets?watch=1&resourceVersion=7',
@@ -297,39 +277,30 @@ describe('KubeClient over TLS with a client certificate', () => {
 // A watch's events arrive in chunks that cut lines anywhere: inside a large object, between
 // two events, inside a multi-byte character. Each event is parsed whole, exactly once.
 describe('KubeClient watch lines', () => {
-  let server: http.Server;
-  let kube: KubeClient;
   const big = { type: 'MODIFIED', object: { kind: 'Application', metadata: { name: 'café-😀' }, status: { resources: Array.from({ length: 3_000 }, (_, i) => ({ name: `r-${i}`, note: 'é😀ü' })) } } };
   const small = (i: number) => ({ type: 'ADDED', object: { kind: 'Application', metadata: { name: `a-${i}` } } });
 
-  beforeAll(async () => {
-    ({ server, kube } = await plainApiserver((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      // Two events and a blank line in one piece, then the large one in 1,000-byte pieces
-      // (cutting characters of 2 and 4 bytes), the last piece carrying the start of the next.
-      const bytes = Buffer.from(`${JSON.stringify(small(1))}\n${JSON.stringify(small(2))}\n\n${JSON.stringify(big)}\n${JSON.stringify(small(3))}\n`);
-      const pieces: Buffer[] = [];
-      const head = bytes.indexOf('\n\n') + 2;
-      pieces.push(bytes.subarray(0, head));
-      for (let at = head; at < bytes.length; at += 1_000) pieces.push(bytes.subarray(at, Math.min(bytes.length, at + 1_000)));
-      const next = () => {
-        const piece = pieces.shift();
-        if (!piece) return void res.end();
-        res.write(piece);
-        setTimeout(next, 1);
-      };
-      next();
-    }));
-  });
-
-  afterAll(() => {
-    kube?.close();
-    server.close();
+  const api = plainApiserver((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    // Two events and a blank line in one piece, then the large one in 1,000-byte pieces
+    // (cutting characters of 2 and 4 bytes), the last piece carrying the start of the next.
+    const bytes = Buffer.from(`${JSON.stringify(small(1))}\n${JSON.stringify(small(2))}\n\n${JSON.stringify(big)}\n${JSON.stringify(small(3))}\n`);
+    const pieces: Buffer[] = [];
+    const head = bytes.indexOf('\n\n') + 2;
+    pieces.push(bytes.subarray(0, head));
+    for (let at = head; at < bytes.length; at += 1_000) pieces.push(bytes.subarray(at, Math.min(bytes.length, at + 1_000)));
+    const next = () => {
+      const piece = pieces.shift();
+      if (!piece) return void res.end();
+      res.write(piece);
+      setTimeout(next, 1);
+    };
+    next();
   });
 
   it('parses every event whole, whatever the chunks cut', async () => {
     const events: unknown[] = [];
-    await kube.stream('/apis/argoproj.io/v1alpha1/applications', { watch: '1' }, (e) => events.push(e), new AbortController().signal);
+    await api.kube.stream('/apis/argoproj.io/v1alpha1/applications', { watch: '1' }, (e) => events.push(e), new AbortController().signal);
     expect(events).toEqual([small(1), small(2), big, small(3)]);
   });
 });
