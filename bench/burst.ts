@@ -105,15 +105,16 @@ export async function driftBurst(kube: Kube, who: Record<string, string>, names:
 /**
  * spec-guard's part of each revert of `names`, from its log (ms, each sorted): from its watch
  * event to the revert stored; of that, what was not the apiserver answering the PATCH, and
- * the wait for a repair slot.
+ * the wait for a repair slot. `skip`: the reverts of `names` logged before (an earlier burst).
  */
-export function ownRevertTimes(logFile: string, names: string[]): { total: number[]; own: number[]; queued: number[] } {
+export function ownRevertTimes(logFile: string, names: string[], skip = 0): { total: number[]; own: number[]; queued: number[] } {
   const wanted = new Set(names);
   const entries = readFileSync(logFile, 'utf8')
     .split('\n')
     .filter((line) => line.includes('"drift reverted"'))
     .map((line) => JSON.parse(line) as { key: string; ms: number; patchMs: number; queuedMs: number })
-    .filter((entry) => wanted.has(entry.key.slice(entry.key.lastIndexOf('/') + 1)));
+    .filter((entry) => wanted.has(entry.key.slice(entry.key.lastIndexOf('/') + 1)))
+    .slice(skip);
   const sorted = (values: number[]) => values.sort((a, b) => a - b);
   return { total: sorted(entries.map((e) => e.ms)), own: sorted(entries.map((e) => e.ms - e.patchMs)), queued: sorted(entries.map((e) => e.queuedMs)) };
 }
