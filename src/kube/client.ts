@@ -279,6 +279,25 @@ export class KubeClient {
     }));
   }
 
+  /**
+   * Keeps `count` of the calls' connections open through quiet spells: every `everyMs` while
+   * no call is in flight, `count` GET /version at once, each on a connection of its own. The
+   * apiserver closes a connection idle for 90 s; a burst of reverts after a quiet spell then
+   * opened its 64 connections against an apiserver the drifts saturate, and waited for them
+   * (docs/decisions.md, "Kubernetes access"). Returns the function that stops it.
+   */
+  keepConnectionsOpen(count: number, everyMs: number): () => void {
+    const refresh = () => {
+      // Calls in flight hold their connections open; warming beside them would take theirs.
+      if (Object.values(this.agent.sockets).some((inUse) => inUse !== undefined && inUse.length > 0)) return;
+      for (let i = 0; i < count; i++) void this.request('GET', '/version', { timeoutMs: everyMs / 2, discardResponse: true }).catch(() => undefined);
+    };
+    refresh();
+    const timer = setInterval(refresh, everyMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
   close(): void {
     this.agent.destroy();
     this.watchAgent.destroy();

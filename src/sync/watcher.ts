@@ -90,6 +90,8 @@ const MAX_RETRIES = 10;
  * takes about 200 ms to answer (bench/revert); the client keeps a connection for each.
  */
 const CONCURRENT_REPAIRS = CALLS_IN_FLIGHT.repairs;
+/** How often the leader refreshes the repairs' connections: a third of the apiserver's 90 s idle timeout, so one skipped refresh (calls in flight) still keeps them. */
+const KEEP_CONNECTIONS_OPEN_MS = 30_000;
 
 
 /**
@@ -113,6 +115,8 @@ export class Watcher {
   private readonly tombstones: TombstoneKeeper;
   /** Told by the lifecycle (onLeadershipChange): the leader alone writes, sweeps and repairs. */
   private leading = false;
+  /** Stops the leader's refreshes of its connections (keepConnectionsOpen). */
+  private stopKeepingConnections: (() => void) | undefined;
   private started = false;
   /**
    * Scope prefixes whose relist stores the raised knownAt of objects in sync, with the first list
@@ -190,6 +194,7 @@ export class Watcher {
   /** Stops watching; a leader first writes what it has not stored yet. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopKeepingConnections?.();
     this.tombstones.follow();
     for (const r of this.resources) r.informer.stop();
     await Promise.all([this.queue.stop(), this.namespaceQueue.stop()]);
@@ -212,11 +217,15 @@ export class Watcher {
   onLeadershipChange(leading: boolean): void {
     if (this.stopped) return;
     this.leading = leading;
+    this.stopKeepingConnections?.();
+    this.stopKeepingConnections = undefined;
     if (!leading) {
       this.writer.follow();
       this.tombstones.follow();
       return;
     }
+    // The leader reverts: a burst of drifts finds a connection open for each of its repairs.
+    this.stopKeepingConnections = this.d.kube.keepConnectionsOpen(CONCURRENT_REPAIRS, KEEP_CONNECTIONS_OPEN_MS);
     this.writer.lead();
     if (this.started) this.tombstones.lead();
     for (const r of this.resources) r.informer.resync();

@@ -47,6 +47,18 @@ function plainHttpClient(server: string): Promise<KubeClient> {
   return KubeClient.fromKubeConfig(kc);
 }
 
+/** A client with a bearer token of the local HTTPS `server`, whose certificate `caPem` signed. */
+function tokenClient(server: https.Server, caPem: string): Promise<KubeClient> {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, caData: Buffer.from(caPem).toString('base64') }],
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return KubeClient.fromKubeConfig(kc);
+}
+
 // The client keeps connections alive; a body the server cannot frame would be read as the
 // start of the next request on the same connection (Go's server answers "400 Bad Request").
 describe('KubeClient request bodies', () => {
@@ -183,14 +195,7 @@ describe('KubeClient connections', () => {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"Lease"}');
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, caData: Buffer.from(ca.cert).toString('base64') }],
-      users: [{ name: 'u', token: 't' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
-    kube = await KubeClient.fromKubeConfig(kc);
+    kube = await tokenClient(server, ca.cert);
   });
 
   afterAll(() => {
@@ -271,6 +276,67 @@ describe('KubeClient over TLS with a client certificate', () => {
     } finally {
       kube.close();
     }
+  });
+});
+
+// The apiserver closes a connection idle for 90 s (here: 300 ms). A burst of reverts after a
+// quiet spell opened a connection per revert in flight, against an apiserver the drifts
+// saturate, and each revert waited for its handshake: the leader keeps them open instead.
+describe('KubeClient connections kept open', () => {
+  const IDLE_MS = 300;
+  const REPAIRS = 8;
+  let server: https.Server;
+  let kube: KubeClient;
+  let handshakes = 0;
+  const paths: string[] = [];
+  const held: http.ServerResponse[] = [];
+
+  beforeAll(async () => {
+    const ca = createCA();
+    const serving = createServingCert(ca, ['127.0.0.1']);
+    // Go's IdleTimeout, as the apiserver has it: a connection without a request for IDLE_MS is
+    // closed, and no Keep-Alive header tells the client so (Node's keepAliveTimeout would).
+    const idle = new WeakMap<object, NodeJS.Timeout>();
+    server = https.createServer({ cert: serving.cert, key: serving.key, keepAliveTimeout: 0 }, (req, res) => {
+      clearTimeout(idle.get(req.socket));
+      res.on('finish', () => idle.set(req.socket, setTimeout(() => req.socket.destroy(), IDLE_MS)));
+      paths.push(req.url!);
+      req.resume();
+      if (req.url === '/hold') held.push(res);
+      else res.writeHead(200, { 'content-type': 'application/json' }).end(req.url === '/version' ? '{"major":"1"}' : '{"kind":"Application"}');
+    });
+    server.on('secureConnection', () => handshakes++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    kube = await tokenClient(server, ca.cert);
+  });
+
+  afterAll(() => {
+    kube?.close();
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('finds a connection open for each revert of a burst after a quiet spell longer than the idle timeout', async () => {
+    const stop = kube.keepConnectionsOpen(REPAIRS, IDLE_MS / 3);
+    await until(() => handshakes >= REPAIRS);
+    await new Promise((r) => setTimeout(r, 3 * IDLE_MS));
+    stop();
+    await new Promise((r) => setTimeout(r, 20));
+    const before = handshakes;
+    await Promise.all(Array.from({ length: REPAIRS }, (_, i) => kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/a${i}`, { body: [], discardResponse: true })));
+    expect(handshakes - before).toBe(0);
+  });
+
+  it('refreshes none while calls are in flight: they hold their connections, and a refresh would take the others', async () => {
+    paths.length = 0;
+    const call = kube.request('GET', '/hold');
+    await until(() => held.length === 1);
+    const stop = kube.keepConnectionsOpen(REPAIRS, 20);
+    await new Promise((r) => setTimeout(r, 150));
+    stop();
+    expect(paths.filter((p) => p === '/version')).toEqual([]);
+    held.shift()!.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    await call;
   });
 });
 

@@ -58,6 +58,7 @@ class FakeApiserver {
           this.ends.push(reject);
           signal.addEventListener('abort', () => reject(new Error('aborted')));
         }),
+      keepConnectionsOpen: () => () => undefined,
     } as unknown as KubeClient;
   }
 }
