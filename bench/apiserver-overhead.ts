@@ -1,5 +1,5 @@
 // bench/apiserver-overhead: latency of Application UPDATEs through a real kube-apiserver,
-// side by side in one run, under six admission set-ups:
+// side by side in one run, under seven admission set-ups:
 //   none                 no admission object
 //   policy               spec-guard's ValidatingAdmissionPolicy and binding only (layer 0)
 //   policy + spec-guard  everything spec-guard registers, spec-guard serving
@@ -8,14 +8,19 @@
 //                        what the patch costs the apiserver, apart from what computes it
 //   Go, HTTP/1.1 + patch the same over HTTP/1.1 only, as a Node.js https server speaks (Go's serves
 //                        HTTP/2 to the apiserver): what the protocol costs, apart from the server
+//   spec-guard webhook   spec-guard's admission alone (serve --standalone: no watcher, no policy),
+//                        registered as the Go webhooks are: the webhook against equal work, apart
+//                        from what its watcher takes of the two cores the apiserver runs on
 // Writes: untrusted spec changes (denied), the agent's trusted spec updates (admitted; stamped by
 // spec-guard), and the agent's updates that change nothing (its annotations replace the object's:
 // a no-op for the apiserver unless admission changes the object). Rounds repeat the set-ups in
 // turn so that a noisy machine hits them alike.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createCA, createServingCert } from '../src/certs/index.js';
 import { parseConfig } from '../src/config/index.js';
 import type { KubeClient } from '../src/kube/index.js';
@@ -24,7 +29,7 @@ import { Policy } from '../src/guard/index.js';
 import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, metricsOf, percentile, releaseLease, sleep, startSpecGuard, type RunningSpecGuard } from './cluster.js';
 import { processCpuMicros } from './process-cpu.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
-import { SHIPPED_OPTIONS } from './shipped-options.js';
+import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
 
 const WRITERS = 8;
 const UPDATES_PER_WRITER = Number(process.env.BENCH_UPDATES ?? 40);
@@ -92,6 +97,35 @@ async function unchangedWrites(kube: KubeClient) {
   return { latencies, newVersions, counted: WRITERS * (UPDATES_PER_WRITER - 1) };
 }
 
+/**
+ * The apiserver's calls of the stamp webhook so far, from its own metrics (whoever serves it).
+ * A write is admitted once per attempt to store it: the apiserver first tries the object its
+ * watch cache holds, and when that is behind (the writer's previous write not seen there yet)
+ * it reads etcd and runs admission again. More calls than writes is the apiserver's doing.
+ */
+function stampWebhookCalls(admin: string): number {
+  const text = execFileSync('kubectl', ['--kubeconfig', admin, 'get', '--raw', '/metrics'], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  let calls = 0;
+  for (const [, labels, value] of text.matchAll(/^apiserver_admission_webhook_admission_duration_seconds_count\{([^}]*)\} (\S+)$/gm)) {
+    if (labels!.includes('name="stamp.spec-guard.io"')) calls += Number(value);
+  }
+  return calls;
+}
+
+/** Waits until an HTTPS server answers on `port` (any status): a webhook registered before would fail open. */
+async function answering(port: number): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const req = https.request({ host: '127.0.0.1', port, path: '/', rejectUnauthorized: false }, (res) => (res.resume(), resolve(true)));
+      req.on('error', () => resolve(false));
+      req.end();
+    });
+    if (up) return;
+    await sleep(100);
+  }
+  throw new Error(`nothing answers on port ${port}`);
+}
+
 /** spec-guard's own part so far: its /mutate reviews (count, seconds spent deciding them) and its process CPU. */
 async function ownPart(sg: RunningSpecGuard) {
   const metrics = await metricsOf(sg);
@@ -110,16 +144,22 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, 'tls.crt'), tls.cert);
   writeFileSync(join(dir, 'tls.key'), tls.key);
   const goBinary = buildGoWebhook();
-  const goPeers: ChildProcess[] = [];
+  const webhookServers: ChildProcess[] = [];
   /** A Go webhook on a port of its own (`stamp-patch`: answering trusted writes with the stamp's patch). */
   const startGo = async (mode: string[] = [], env: Record<string, string> = {}) => {
     const port = await freePort();
-    goPeers.push(spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${port}`, GO_TRUSTED_USER, ...mode], { stdio: 'ignore', env: { ...process.env, ...env } }));
+    webhookServers.push(spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${port}`, GO_TRUSTED_USER, ...mode], { stdio: 'ignore', env: { ...process.env, ...env } }));
     return port;
   };
   const goPort = await startGo();
   const goPatchPort = await startGo(['stamp-patch']);
   const goHttp1Port = await startGo(['stamp-patch'], { GODEBUG: 'http2server=0' });
+  // spec-guard's admission alone, with the shipped Node.js options, on the bench's certificate.
+  const standalonePort = await freePort();
+  const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
+  webhookServers.push(
+    spawn(process.execPath, [...shippedFlags(), cli, 'serve', '--standalone', '--config', configFile, '--port', String(standalonePort), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--tls-cert-file', join(dir, 'tls.crt'), '--tls-key-file', join(dir, 'tls.key'), '--log-level', 'warn'], { stdio: 'ignore' }),
+  );
   const policy = new Policy(parseConfig(CONFIG, 'bench.yaml'), 'system:serviceaccount:spec-guard:spec-guard');
   const rendered = renderAdmissionObjects(policy, { endpoint: { url: `https://127.0.0.1:${goPort}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
   const layer0 = { ValidatingAdmissionPolicy: rendered.ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding: rendered.ValidatingAdmissionPolicyBinding };
@@ -127,6 +167,8 @@ async function main(): Promise<void> {
   const webhooksOnly = webhooksAt(goPort);
   const stampPatching = webhooksAt(goPatchPort);
   const overHttp1 = webhooksAt(goHttp1Port);
+  const standaloneWebhooks = webhooksAt(standalonePort);
+  await answering(standalonePort);
 
   await clear(kube);
   await kube.request('DELETE', APPS).catch(() => undefined);
@@ -155,8 +197,9 @@ async function main(): Promise<void> {
     { name: 'Go webhook', up: async () => (await register(kube, webhooksOnly), async () => clear(kube)) },
     { name: 'Go + stamp patch', up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
     { name: 'Go, HTTP/1.1 + patch', up: async () => (await register(kube, overHttp1), async () => clear(kube)) },
+    { name: 'spec-guard webhook', up: async () => (await register(kube, standaloneWebhooks), async () => clear(kube)) },
   ];
-  const results = new Map<string, { untrusted: number[]; trusted: number[]; refused: number; admittedUntrusted: number; unchanged: number[]; newVersions: number; counted: number }>();
+  const results = new Map<string, { untrusted: number[]; trusted: number[]; refused: number; admittedUntrusted: number; unchanged: number[]; newVersions: number; counted: number; stampCalls: number }>();
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const setup of setups) {
@@ -165,7 +208,9 @@ async function main(): Promise<void> {
         await writes(kube, AGENT, 'warm');
         const untrusted = await writes(kube, ALICE, `r${round}`);
         const before = specGuard && (await ownPart(specGuard));
+        const callsBefore = stampWebhookCalls(admin);
         const trusted = await writes(kube, AGENT, `r${round}`);
+        const stampCalls = stampWebhookCalls(admin) - callsBefore;
         if (specGuard && before) {
           const after = await ownPart(specGuard);
           own.writes += trusted.latencies.length;
@@ -175,7 +220,8 @@ async function main(): Promise<void> {
         }
         const unchanged = await unchangedWrites(kube);
         await down();
-        const r = results.get(setup.name) ?? { untrusted: [], trusted: [], refused: 0, admittedUntrusted: 0, unchanged: [], newVersions: 0, counted: 0 };
+        const r = results.get(setup.name) ?? { untrusted: [], trusted: [], refused: 0, admittedUntrusted: 0, unchanged: [], newVersions: 0, counted: 0, stampCalls: 0 };
+        r.stampCalls += stampCalls;
         r.untrusted.push(...untrusted.latencies);
         r.trusted.push(...trusted.latencies);
         r.unchanged.push(...unchanged.latencies);
@@ -187,7 +233,7 @@ async function main(): Promise<void> {
       }
     }
     console.log(`bench/apiserver-overhead: ${WRITERS} concurrent writers × ${UPDATES_PER_WRITER} PATCHes per case, ${ROUNDS} rounds, real kube-apiserver + etcd on this machine`);
-    console.log(`${'set-up'.padEnd(20)} | untrusted p50 / p99 ms (refused) | trusted p50 / p99 ms | trusted added p50 / p99 ms`);
+    console.log(`${'set-up'.padEnd(20)} | untrusted p50 / p99 ms (refused) | trusted p50 / p99 ms | trusted added p50 / p99 ms | stamp webhook calls per trusted write`);
     const none = results.get('none')!;
     const stats = (xs: number[]) => {
       const sorted = [...xs].sort((a, b) => a - b);
@@ -199,7 +245,7 @@ async function main(): Promise<void> {
       const u = stats(r.untrusted);
       const t = stats(r.trusted);
       console.log(
-        `${setup.name.padEnd(20)} | ${u.p50.toFixed(1).padStart(6)} / ${u.p99.toFixed(1).padStart(6)} (${String(r.refused).padStart(4)} of ${r.untrusted.length}) | ${t.p50.toFixed(1).padStart(6)} / ${t.p99.toFixed(1).padStart(6)} | ${(t.p50 - base.p50).toFixed(1).padStart(6)} / ${(t.p99 - base.p99).toFixed(1).padStart(6)}`,
+        `${setup.name.padEnd(20)} | ${u.p50.toFixed(1).padStart(6)} / ${u.p99.toFixed(1).padStart(6)} (${String(r.refused).padStart(4)} of ${r.untrusted.length}) | ${t.p50.toFixed(1).padStart(6)} / ${t.p99.toFixed(1).padStart(6)} | ${(t.p50 - base.p50).toFixed(1).padStart(6)} / ${(t.p99 - base.p99).toFixed(1).padStart(6)} | ${(r.stampCalls / r.trusted.length).toFixed(2)}`,
       );
     }
     const untrusted = (name: string) => stats(results.get(name)!.untrusted);
@@ -225,8 +271,12 @@ async function main(): Promise<void> {
     console.log(
       `  → HTTP/1.1 (what a Node.js https server speaks) instead of HTTP/2, the same Go webhook and patch: trusted added p50 ${added('Go, HTTP/1.1 + patch').toFixed(1)} ms vs ${added('Go + stamp patch').toFixed(1)} ms; spec-guard ${added('policy + spec-guard').toFixed(1)} ms`,
     );
+    console.log(
+      `  → spec-guard's webhook alone (no watcher, no policy), registered as the Go webhooks: trusted added p50 ${added('spec-guard webhook').toFixed(1)} ms vs ${added('Go, HTTP/1.1 + patch').toFixed(1)} ms for the Go webhook's equal work over the same protocol; ` +
+        `the whole of spec-guard ${added('policy + spec-guard').toFixed(1)} ms (its watcher takes each write's event on the cores the apiserver runs on)`,
+    );
   } finally {
-    for (const peer of goPeers) peer.kill();
+    for (const peer of webhookServers) peer.kill();
     kube.close();
     if (!process.env.BENCH_KEEP) controlPlaneDown();
   }

@@ -28,6 +28,12 @@ export interface RepairInput {
   leader: boolean;
   /** The admission layers as verified; absent until a plan asks for them. */
   layers?: Layers;
+  /**
+   * The layers as last verified, when the guard layer was out of force then: enough to
+   * attribute a change that only a revert can follow (nothing vouches for it), planned in one
+   * pass instead of asking for a fresh verification and observing the version again.
+   */
+  layersIfGuardBroken?: Layers;
   stamper: Stamper;
   now: number;
   /** The label and annotation keys the rules of this resource select by. */
@@ -65,8 +71,8 @@ interface PlanBase {
 /** What the watcher does about one version of one guarded object. Pure data: the watcher executes it. */
 export type RepairPlan = PlanBase &
   (
-    | /** Attribution needs the layers: verify them, then plan again. `staleOk`: the layers last seen broken will do (only a revert can follow). */
-      { kind: 'verify-layers'; staleOk: boolean }
+    | /** Attribution needs the layers: verify them, then plan again. */
+      { kind: 'verify-layers' }
     | { kind: 'none'; why?: string }
     /** Keep `entry` as the canonical value (learned, or in sync); `stamp`: a patch that (re)stamps the object. */
     | { kind: 'keep'; entry: CanonicalEntry; store: boolean; endFight: boolean; clearTombstone: boolean; stamp: PatchOp[]; purpose: 'stamp' | 'restamp' }
@@ -142,8 +148,11 @@ function planVersion(input: RepairInput): RepairPlan {
     case 'changed': {
       // Only the leader attributes (it alone acts on the answer); a follower waits for the stamp.
       if (!leader) return { kind: 'none' };
-      if (!input.layers) return { kind: 'verify-layers', staleOk: rule.config.blindWindow.changes === 'revert' && obs.previous !== undefined };
-      const plan = resolve(obs, object, rule, key, input.layers, stamper, input.now);
+      // The layers last seen with the guard out of force will do where only a revert can follow.
+      const onlyRevert = rule.config.blindWindow.changes === 'revert' && obs.previous !== undefined;
+      const layers = input.layers ?? (onlyRevert ? input.layersIfGuardBroken : undefined);
+      if (!layers) return { kind: 'verify-layers' };
+      const plan = resolve(obs, object, rule, key, layers, stamper, input.now);
       const consumed = plan.action === 'learn' && plan.consumed;
       const report = plan.attribution === 'unattributed' && !consumed ? unattributed(obs.changed, plan.action) : undefined;
       const planned: RepairPlan =
@@ -166,7 +175,7 @@ function planVersion(input: RepairInput): RepairPlan {
 function planTooDeep(input: RepairInput, entry: CanonicalEntry, changed: string[]): RepairPlan {
   const { leader, layers, rule, object } = input;
   if (!leader) return { kind: 'none', drifted: true, detected: true };
-  if (!layers) return { kind: 'verify-layers', staleOk: false };
+  if (!layers) return { kind: 'verify-layers' };
   const sameCopy = entry.uid === object.metadata?.uid ? entry : undefined;
   const attribution = rule.mode === 'warn' ? 'untrusted' : attributeChange(layers, sameCopy, object, rule.config.creates === 'allow');
   if (attribution !== 'trusted') return revertOrWarn(input, entry, changed, attribution);
@@ -224,7 +233,7 @@ function revertOrWarn(input: RepairInput, entry: CanonicalEntry, changed: string
 function planEscape(input: RepairInput): RepairPlan {
   const { entry, leader, rule, object, layers } = input;
   if (!entry || !leader) return { kind: 'none' };
-  if (rule.mode !== 'warn' && !layers) return { kind: 'verify-layers', staleOk: false };
+  if (rule.mode !== 'warn' && !layers) return { kind: 'verify-layers' };
   const sameCopy = entry.uid === object.metadata?.uid ? entry : undefined;
   const attribution = rule.mode === 'warn' ? 'untrusted' : attributeChange(layers!, sameCopy, object, false);
   const accept = rule.config.blindWindow.changes === 'accept';
@@ -245,7 +254,7 @@ function planDelete(input: RepairInput): RepairPlan {
   if (confirms(tombstone, uid)) return { ...deleted('trusted (tombstone)'), tombstone };
   if (rule.config.deletes === 'allow' || rule.mode === 'warn') return deleted(`allowed by the rule (${rule.mode}, deletes: ${rule.config.deletes})`);
   if (!leader) return { kind: 'none' };
-  if (!layers) return { kind: 'verify-layers', staleOk: false };
+  if (!layers) return { kind: 'verify-layers' };
   const attribution = attributeDelete(layers, entry);
   if (attribution === 'trusted') return deleted('trusted (the guard layer held throughout: no one else could delete it)');
   const report = attribution === 'unattributed' ? unattributed([], rule.config.blindWindow.deletes) : undefined;

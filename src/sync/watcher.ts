@@ -322,12 +322,13 @@ export class Watcher {
       listedAt: work.listedAt,
       storeListed: work.storeListed,
       follows: work.follows,
+      // With the guard layer known to be out of force nothing can vouch for a change: where
+      // only a revert can follow, it is planned at once (the common case behind admission).
+      layersIfGuardBroken: this.d.layersIfGuardBroken?.(),
     };
     let plan = planRepair(input);
     if (plan.kind === 'verify-layers') {
-      // With the guard layer known to be out of force nothing can vouch for a change: where
-      // only a revert can follow, revert at once (the common case behind admission).
-      const layers = (plan.staleOk ? this.d.layersIfGuardBroken?.() : undefined) ?? (await this.d.verifyLayers?.()) ?? UNKNOWN_LAYERS;
+      const layers = (await this.d.verifyLayers?.()) ?? UNKNOWN_LAYERS;
       plan = planRepair({ ...input, layers, now: Date.now() });
     }
     if (plan.kind === 'revert') releaseVersion(work);

@@ -60,13 +60,25 @@ describe('the repair plan (pure: what the watcher does about one version)', () =
   it('an unstamped change asks for the layers first; with the stamp layer in force it is reverted, exactly back to the canonical object, with an Event', () => {
     const { t, object, key, entry } = setup();
     const changed = aliceChange(object);
-    expect(planRepair(input(t, key, changed, entry))).toEqual({ kind: 'verify-layers', staleOk: true });
+    expect(planRepair(input(t, key, changed, entry))).toEqual({ kind: 'verify-layers' });
     const plan = planRepair(input(t, key, changed, entry, { layers: layers(undefined, '95') }));
     expect(plan).toMatchObject({ kind: 'revert', attribution: 'untrusted', drifted: true, detected: true, changed: ['/spec/source/targetRevision'] });
     expect(plan.kind === 'revert' && plan.report.reason).toBe('SpecDriftReverted');
     const reverted = apply(changed, plan);
     expect(reverted.spec).toEqual(object.spec);
     expect(reverted.metadata!.annotations![STAMP_ANNOTATION]).toBe(entry.stamp);
+  });
+
+  it('with the layers last seen with the guard out of force, a change only a revert can follow is planned in one pass; one that could be accepted still asks for fresh layers', () => {
+    const { t, object, key, entry } = setup();
+    const broken = layers(undefined, '95');
+    const plan = planRepair(input(t, key, aliceChange(object), entry, { layersIfGuardBroken: broken }));
+    expect(plan).toMatchObject({ kind: 'revert', attribution: 'untrusted', changed: ['/spec/source/targetRevision'] });
+    expect(plan).toEqual(planRepair(input(t, key, aliceChange(object), entry, { layers: broken })));
+    const accepting = setup('mode: enforce\nblindWindow: {changes: accept}');
+    expect(planRepair(input(accepting.t, key, aliceChange(accepting.object), accepting.entry, { layersIfGuardBroken: broken }))).toEqual({ kind: 'verify-layers' });
+    // No canonical value known: nothing to revert to, so the stale layers do not decide either.
+    expect(planRepair(input(t, key, aliceChange(object), undefined, { layersIfGuardBroken: broken }))).toMatchObject({ kind: 'verify-layers' });
   });
 
   it('a change the guard layer vouches for (trusted, e.g. the agent writing with its own field manager) is learned and stamped anew, never reverted', () => {
@@ -85,7 +97,7 @@ describe('the repair plan (pure: what the watcher does about one version)', () =
     const plan = planRepair(input(t, key, changed, entry, { layers: layers() }));
     expect(plan).toMatchObject({ kind: 'revert', attribution: 'unattributed', unattributed: { change: 'update', action: 'revert', report: { reason: 'UnattributedChange' } } });
     const accepting = setup('mode: enforce\nblindWindow: {changes: accept}');
-    expect(planRepair(input(accepting.t, key, aliceChange(accepting.object), accepting.entry))).toEqual({ kind: 'verify-layers', staleOk: false });
+    expect(planRepair(input(accepting.t, key, aliceChange(accepting.object), accepting.entry))).toEqual({ kind: 'verify-layers' });
     expect(planRepair(input(accepting.t, key, aliceChange(accepting.object), accepting.entry, { layers: layers() }))).toMatchObject({ kind: 'keep', unattributed: { action: 'learn' } });
   });
 
@@ -119,7 +131,7 @@ describe('the repair plan (pure: what the watcher does about one version)', () =
     const ghost = { metadata: { name: object.metadata!.name, namespace: object.metadata!.namespace, uid: object.metadata!.uid } };
     const tombstone = { uid: object.metadata!.uid, at: new Date(t.ctx.now).toISOString() };
     expect(planRepair(input(t, key, ghost, entry, { deleted: true, tombstone }))).toMatchObject({ kind: 'forget', tombstone });
-    expect(planRepair(input(t, key, ghost, entry, { deleted: true }))).toEqual({ kind: 'verify-layers', staleOk: false });
+    expect(planRepair(input(t, key, ghost, entry, { deleted: true }))).toEqual({ kind: 'verify-layers' });
     const plan = planRepair(input(t, key, ghost, entry, { deleted: true, layers: layers(undefined, undefined, '95') }));
     expect(plan.kind).toBe('recreate');
     if (plan.kind !== 'recreate') return;
@@ -140,7 +152,7 @@ describe('the repair plan (pure: what the watcher does about one version)', () =
     const { t, object, key, entry } = setup('mode: enforce\nlabelSelector: {matchLabels: {team: a}}');
     const escaped = aliceChange(object);
     escaped.metadata!.labels = { team: 'b' };
-    expect(planRepair(input(t, key, escaped, entry))).toEqual({ kind: 'verify-layers', staleOk: false });
+    expect(planRepair(input(t, key, escaped, entry))).toEqual({ kind: 'verify-layers' });
     const plan = planRepair(input(t, key, escaped, entry, { layers: layers(undefined, '95') }));
     expect(plan).toMatchObject({ kind: 'revert', changed: ['/spec/source/targetRevision', SELECTION] });
     const back = apply(escaped, plan);
@@ -224,7 +236,7 @@ describe('a value nested deeper than a guard compares', () => {
     const { t, object, key, entry } = setup();
     expect(planRepair(input(t, key, deepened(object), entry, { layers: layers(undefined, '50') }))).toMatchObject({ kind: 'revert', attribution: 'untrusted' });
     expect(planRepair(input(t, key, deepened(object), entry, { layers: layers() }))).toMatchObject({ kind: 'revert', attribution: 'unattributed' });
-    expect(planRepair(input(t, key, deepened(object), entry))).toEqual({ kind: 'verify-layers', staleOk: false });
+    expect(planRepair(input(t, key, deepened(object), entry))).toEqual({ kind: 'verify-layers' });
   });
 });
 
