@@ -9,7 +9,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../src/kube/index.js';
-import { AGENT, ALICE, APISERVER, APPS, adminClient, application, controlPlaneDown, controlPlanePids, controlPlaneUp, inParallel, percentile, releaseLease, sleep, startSpecGuard, unregister } from './cluster.js';
+import { AGENT, ALICE, APISERVER, APPS, adminClient, application, controlPlaneDown, controlPlanePids, controlPlaneUp, inParallel, metricsOf, percentile, releaseLease, sleep, startSpecGuard, unregister, type RunningSpecGuard } from './cluster.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany, type BurstResult } from './burst.js';
 import { buildGoReverter } from './go-peer.js';
 import { barChart, cdfChart, savePicture } from './svg.js';
@@ -86,10 +86,13 @@ async function main(): Promise<void> {
 
     await sleep(2000); // the lone drifts' Events written
     const pids = controlPlanePids(admin);
+    const gcAtStart = await gcSeconds(sg);
     const cold = await measuredBurst(kube, pids, 'spec-guard', sg.child.pid!, 'evil');
+    const gcAfterCold = await gcSeconds(sg);
     // spec-guard's own share, from its log: of the first burst.
     const own = ownRevertTimes(sg.logFile, burstNames);
     const warm = await warmBurst(kube, pids, 'spec-guard', sg.child.pid!, 'evil');
+    const gcAfterWarm = await gcSeconds(sg);
     const ownWarm = ownRevertTimes(sg.logFile, burstNames, own.total.length);
     await sg.stop();
     const apiserverBefore = processCpuMicros(pids['kube-apiserver']);
@@ -107,6 +110,7 @@ async function main(): Promise<void> {
     console.log(`targets: p50 < 100 ms: ${percentile(latencies, 50) < 100 ? 'met' : 'NOT met'}; p99 < 500 ms: ${percentile(latencies, 99) < 500 ? 'met' : 'NOT met'}`);
     console.log(`${BURST} Applications of ~5 KB drifted at once (${CONCURRENCY} PATCHes at a time), spec-guard CPU ${cold.cpuMsPerRevert.toFixed(2)} ms per revert:\n${describeBurst(burst, BURST, own)}`);
     console.log(`the same ${BURST} drifted again ${BETWEEN_BURSTS_MS / 1000} s later (spec-guard warm): ${warm.cpuMsPerRevert.toFixed(2)} ms CPU per revert; each drift stayed p50 ${percentile(warm.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(warm.burst.latencies, 99).toFixed(0)} ms; spec-guard's own share p50 ${percentile(ownWarm.own, 50).toFixed(0)} ms, p99 ${percentile(ownWarm.own, 99).toFixed(0)} ms, of which waiting for a repair slot p99 ${percentile(ownWarm.queued, 99).toFixed(0)} ms`);
+    console.log(`  of spec-guard's CPU, the collector's pauses: ${gcPerRevert(gcAtStart, gcAfterCold, cold)} in the first burst, ${gcPerRevert(gcAfterCold, gcAfterWarm, warm)} in the second`);
     console.log(`the same ${BURST} PATCHes without spec-guard: ${(alone.ms / 1000).toFixed(1)} s (${((BURST * 1000) / alone.ms).toFixed(0)}/s, p50 ${percentile(alone.latencies, 50).toFixed(0)} ms, p99 ${percentile(alone.latencies, 99).toFixed(0)} ms)`);
     console.log(`  ${apiserverFloor(apiserverMsPerPatch)}`);
     const ratio = (a: Measured, b: Measured) => `spec-guard ${(a.cpuMsPerRevert / b.cpuMsPerRevert).toFixed(2)}× that`;
@@ -145,6 +149,22 @@ function apiserverFloor(msPerPatch: number): string {
   const cores = availableParallelism();
   const perSecond = (cores * 1000) / msPerPatch;
   return `the apiserver's CPU per PATCH: ${msPerPatch.toFixed(2)} ms, so at most ${perSecond.toFixed(0)} PATCHes/s on ${cores} cores doing nothing else; ${BURST} drifts and their ${BURST} reverts keep them busy at least ${((2 * BURST) / perSecond).toFixed(1)} s`;
+}
+
+/** The collector's pause time so far in spec-guard, by kind (prom-client's nodejs_gc_duration_seconds, from perf_hooks). */
+async function gcSeconds(sg: RunningSpecGuard): Promise<Record<string, number>> {
+  const seconds: Record<string, number> = {};
+  for (const [, kind, value] of (await metricsOf(sg)).matchAll(/^nodejs_gc_duration_seconds_sum\{kind="(\w+)"\} (\S+)$/gm)) seconds[kind!] = Number(value);
+  return seconds;
+}
+
+/** The pauses between two readings, in ms per revert of the burst: all, then by kind. */
+function gcPerRevert(before: Record<string, number>, after: Record<string, number>, measured: Measured): string {
+  const reverts = Math.max(1, measured.burst.latencies.length);
+  const perRevert = (kind: string) => ((after[kind] ?? 0) - (before[kind] ?? 0)) * 1000 / reverts;
+  const kinds = Object.keys(after).filter((kind) => perRevert(kind) > 0);
+  const all = kinds.reduce((sum, kind) => sum + perRevert(kind), 0);
+  return `${all.toFixed(2)} ms per revert (${kinds.map((kind) => `${kind} ${perRevert(kind).toFixed(2)}`).join(', ')})`;
 }
 
 /** After a burst, its reverter's CPU is counted this much longer: the Events it recorded are still being written. */

@@ -30,6 +30,7 @@ export class Policy {
   private readonly breakGlass: Set<string>;
   readonly rules: Rule[];
   private readonly byResource = new Map<string, Rule[]>();
+  private readonly selectionKeysOf = new Map<string, SelectionKeys>();
   /** Does any rule select namespaces by their labels (so namespace labels must be known)? */
   readonly readsNamespaceLabels: boolean;
 
@@ -121,12 +122,19 @@ export class Policy {
     );
   }
 
-  /** Every label and annotation key the rules of a resource select by. */
+  /** Every label and annotation key the rules of a resource select by (worked out once per resource: the watcher asks for every version). */
   selectionKeys(group: string, resource: string): SelectionKeys {
-    const rules = this.byResource.get(`${group}/${resource}`) ?? [];
-    return {
-      labelKeys: [...new Set(rules.flatMap((r) => r.selection.keys.labelKeys))],
-      annotationKeys: [...new Set(rules.flatMap((r) => r.selection.keys.annotationKeys))],
-    };
+    const id = `${group}/${resource}`;
+    let keys = this.selectionKeysOf.get(id);
+    if (!keys) {
+      const rules = this.byResource.get(id) ?? [];
+      keys = {
+        labelKeys: [...new Set(rules.flatMap((r) => r.selection.keys.labelKeys))],
+        annotationKeys: [...new Set(rules.flatMap((r) => r.selection.keys.annotationKeys))],
+      };
+      // Only the configured resources are remembered: a review of any other resource adds nothing.
+      if (rules.length) this.selectionKeysOf.set(id, keys);
+    }
+    return keys;
   }
 }

@@ -90,6 +90,16 @@ describe('rules that select objects by name pattern and annotation', () => {
     expect(decide(aliceEdit('argocd', { name: 'default', annotations: { [SOURCE_UID]: 'u-1' } }), 'validate', t.ctx)).toEqual({ kind: 'allow', reason: 'unguarded' });
   });
 
+  it('name the keys they select by for the resource, worked out once per configured resource (the watcher asks for every version)', () => {
+    const t = context(copies);
+    const keys = t.policy.selectionKeys('argoproj.io', 'applications');
+    expect(keys).toEqual({ labelKeys: [], annotationKeys: [SOURCE_UID] });
+    expect(t.policy.selectionKeys('argoproj.io', 'applications')).toBe(keys);
+    // A resource no rule guards selects by nothing, and is not remembered.
+    expect(t.policy.selectionKeys('', 'configmaps')).toEqual({ labelKeys: [], annotationKeys: [] });
+    expect(t.policy.selectionKeys('', 'configmaps')).not.toBe(t.policy.selectionKeys('', 'configmaps'));
+  });
+
   it('refuse leaving the selection by removing the annotation, even in a write that changes nothing else', () => {
     const t = context(copies);
     const request = aliceEdit('argocd', { name: 'agent-a-default', annotations: { [SOURCE_UID]: 'u-1' } });
