@@ -13,7 +13,7 @@ import { AGENT, ALICE, APISERVER, APPS, adminClient, application, controlPlaneDo
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany, type BurstResult } from './burst.js';
 import { buildGoReverter } from './go-peer.js';
 import { barChart, cdfChart, savePicture } from './svg.js';
-import { processCpuMicros } from './process-cpu.js';
+import { processCpuMicros, threadCpuMicros } from './process-cpu.js';
 import { SHIPPED_OPTIONS } from './shipped-options.js';
 
 const DRIFTS = Number(process.env.BENCH_DRIFTS ?? 200);
@@ -110,12 +110,13 @@ async function main(): Promise<void> {
     console.log(`targets: p50 < 100 ms: ${percentile(latencies, 50) < 100 ? 'met' : 'NOT met'}; p99 < 500 ms: ${percentile(latencies, 99) < 500 ? 'met' : 'NOT met'}`);
     console.log(`${BURST} Applications of ~5 KB drifted at once (${CONCURRENCY} PATCHes at a time), spec-guard CPU ${cold.cpuMsPerRevert.toFixed(2)} ms per revert:\n${describeBurst(burst, BURST, own)}`);
     console.log(`the same ${BURST} drifted again ${BETWEEN_BURSTS_MS / 1000} s later (spec-guard warm): ${warm.cpuMsPerRevert.toFixed(2)} ms CPU per revert; each drift stayed p50 ${percentile(warm.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(warm.burst.latencies, 99).toFixed(0)} ms; spec-guard's own share p50 ${percentile(ownWarm.own, 50).toFixed(0)} ms, p99 ${percentile(ownWarm.own, 99).toFixed(0)} ms, of which waiting for a repair slot p99 ${percentile(ownWarm.queued, 99).toFixed(0)} ms`);
+    console.log(`  spec-guard's CPU by thread, ms per revert: ${cold.byThread} in the first burst, ${warm.byThread} in the second`);
     console.log(`  of spec-guard's CPU, the collector's pauses: ${gcPerRevert(gcAtStart, gcAfterCold, cold)} in the first burst, ${gcPerRevert(gcAfterCold, gcAfterWarm, warm)} in the second`);
     console.log(`the same ${BURST} PATCHes without spec-guard: ${(alone.ms / 1000).toFixed(1)} s (${((BURST * 1000) / alone.ms).toFixed(0)}/s, p50 ${percentile(alone.latencies, 50).toFixed(0)} ms, p99 ${percentile(alone.latencies, 99).toFixed(0)} ms)`);
     console.log(`  ${apiserverFloor(apiserverMsPerPatch)}`);
     const ratio = (a: Measured, b: Measured) => `spec-guard ${(a.cpuMsPerRevert / b.cpuMsPerRevert).toFixed(2)}× that`;
     const peer = (r: { cold: Measured; warm: Measured }) =>
-      `${r.cold.cpuMsPerRevert.toFixed(2)} ms CPU per revert (${ratio(cold, r.cold)}), warm ${r.warm.cpuMsPerRevert.toFixed(2)} ms (${ratio(warm, r.warm)}); ${r.cold.burst.latencies.length} of ${BURST} reverted, each drift stayed p50 ${percentile(r.cold.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(r.cold.burst.latencies, 99).toFixed(0)} ms`;
+      `${r.cold.cpuMsPerRevert.toFixed(2)} ms CPU per revert (${ratio(cold, r.cold)}), warm ${r.warm.cpuMsPerRevert.toFixed(2)} ms (${ratio(warm, r.warm)}); ${r.cold.burst.latencies.length} of ${BURST} reverted, each drift stayed p50 ${percentile(r.cold.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(r.cold.burst.latencies, 99).toFixed(0)} ms; by thread ${r.cold.byThread}, warm ${r.warm.byThread}`;
     console.log(`the same burst reverted by the smallest watcher that reverts (list once, parse every watch event, one JSON patch and one Event per drift; no attribution, stamps, store or logs):\n  bare Node.js (bench/bare-reverter.ts, node:https): ${peer(bare)}\n  Go (bench/go-reverter, encoding/json into a struct of the fields it reads, net/http over HTTP/2): ${peer(go)}`);
     const picture = cdfChart(`bench:revert: ${BURST} drifts at once, reverted; beside the apiserver's own PATCH latency and the smallest reverter`, 'ms', [
       { label: 'drift to revert (watch to watch)', values: burst.latencies },
@@ -158,6 +159,16 @@ async function gcSeconds(sg: RunningSpecGuard): Promise<Record<string, number>> 
   return seconds;
 }
 
+/** CPU between two readings of a process's threads, in ms per revert, by thread name (the busiest first). */
+function byThread(before: Map<string, number>, after: Map<string, number>, reverts: number): string {
+  return [...after]
+    .map(([name, micros]) => [name, (micros - (before.get(name) ?? 0)) / 1000 / reverts] as const)
+    .filter(([, ms]) => ms >= 0.005)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
+    .join(', ');
+}
+
 /** The pauses between two readings, in ms per revert of the burst: all, then by kind. */
 function gcPerRevert(before: Record<string, number>, after: Record<string, number>, measured: Measured): string {
   const reverts = Math.max(1, measured.burst.latencies.length);
@@ -175,14 +186,18 @@ const BETWEEN_BURSTS_MS = 6000;
 interface Measured {
   burst: BurstResult;
   cpuMsPerRevert: number;
+  /** The same CPU by thread name (byThread). */
+  byThread: string;
 }
 
 /** The burst drifted to `revision` and reverted by the process `pid` (`name` in the cores line), its CPU from the first drift to 3 s after the last revert. */
 async function measuredBurst(kube: KubeClient, pids: Record<string, number>, name: string, pid: number, revision: string): Promise<Measured> {
   const before = processCpuMicros(pid);
+  const threadsBefore = threadCpuMicros(pid);
   const burst = await driftBurst(kube, ALICE, burstNames, revision, { ...pids, [name]: pid });
   await sleep(AFTER_BURST_MS);
-  return { burst, cpuMsPerRevert: (processCpuMicros(pid) - before) / 1000 / Math.max(1, burst.latencies.length) };
+  const reverts = Math.max(1, burst.latencies.length);
+  return { burst, cpuMsPerRevert: (processCpuMicros(pid) - before) / 1000 / reverts, byThread: byThread(threadsBefore, threadCpuMicros(pid), reverts) };
 }
 
 /**
