@@ -5,7 +5,7 @@ import { EventRecorder, KubeError, type KubeClient, type KubeObject } from '../.
 import { createLogger } from '../../src/log/index.js';
 import { Metrics } from '../../src/metrics/index.js';
 import { MemoryStore } from '../../src/sync/store/index.js';
-import { Watcher } from '../../src/sync/watcher.js';
+import { Watcher, type WatcherDeps } from '../../src/sync/watcher.js';
 import { context, keyOf, review, setTargetRevision, stamp } from '../helpers/admission.js';
 
 const COLLECTION = '/apis/argoproj.io/v1alpha1/applications';
@@ -67,7 +67,7 @@ class FakeApiserver {
  * The Application stamped by a trusted write at 100 and listed at 105, known canonical there.
  * A guard period began at 110 (a blind window before it); no list has shown the object since.
  */
-async function watching() {
+async function watching(deps: Partial<WatcherDeps> = {}) {
   const t = context();
   const { request } = review('alice-update-spec');
   const object = request.oldObject!;
@@ -87,6 +87,7 @@ async function watching() {
     logger: createLogger('error', () => undefined),
     events: new EventRecorder(kube, 'test', () => undefined),
     verifyLayers: async () => guardPeriodFrom110,
+    ...deps,
   });
   watcher.onLeadershipChange(true);
   await watcher.start();
@@ -121,5 +122,28 @@ describe('the watcher vouches from the version its watch showed before (no gap)'
     expect(api.patches[0]).toContainEqual(expect.objectContaining({ op: 'replace', path: '/spec/source/targetRevision' }));
     expect(api.object.spec).toMatchObject({ source: { targetRevision: revisionOf(t, key) } });
     expect(revisionOf(t, key)).not.toBe('v2-from-the-agent');
+  });
+});
+
+describe('the watcher with the guard layer known out of force', () => {
+  it('plans a drift behind admission in one pass with the layers last seen broken: no fresh verification, the version observed once, reverted', async () => {
+    const broken: Layers = { guard: { intact: false }, stamp: { intact: true, since: '95', sinceTime: 0 }, tombstone: { intact: false } };
+    let verifications = 0;
+    const { t, api, key, watcher, written } = await watching({ verifyLayers: async () => (verifications++, broken), layersIfGuardBroken: () => broken });
+    // Each time the drift's view is worked out before the revert is sent (a second observe used to follow the first).
+    const rule = t.policy.rules[0]!;
+    const of = rule.view.of.bind(rule.view);
+    let viewsBeforeRevert = 0;
+    rule.view.of = (object) => {
+      if (api.patches.length === 0) viewsBeforeRevert++;
+      return of(object);
+    };
+    api.write(written, 120);
+    for (let i = 0; i < 200 && api.patches.length === 0; i++) await tick();
+    await watcher.stop();
+    expect(api.patches[0]).toContainEqual(expect.objectContaining({ op: 'replace', path: '/spec/source/targetRevision' }));
+    expect(revisionOf(t, key)).not.toBe('v2-from-the-agent');
+    expect(verifications).toBe(0);
+    expect(viewsBeforeRevert).toBe(1);
   });
 });
