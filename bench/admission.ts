@@ -8,13 +8,13 @@
 // that holds on a busy machine is the server process's CPU time divided by its requests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createCA, createServingCert } from '../src/certs/index.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
+import { answers } from './cluster.js';
 import { processCpuMicros } from './process-cpu.js';
 import { barChart, savePicture } from './svg.js';
 import { residentMb, SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
@@ -32,17 +32,6 @@ const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
 /** Index of the bare server doing the least guard work; spec-guard's servers follow it. */
 const LEAST = 2;
 const bare = fileURLToPath(new URL('./bare-server.js', import.meta.url));
-
-const answers = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    // Any HTTP answer (a 404 here) means the server is up.
-    const req = https.request({ host: '127.0.0.1', port, path: '/', rejectUnauthorized: false }, (res) => {
-      res.resume();
-      resolve(true);
-    });
-    req.on('error', () => resolve(false));
-    req.end();
-  });
 
 async function start(command: string, args: string[], port: number): Promise<ChildProcess> {
   const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });

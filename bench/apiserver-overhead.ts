@@ -17,7 +17,6 @@
 // turn so that a noisy machine hits them alike.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +25,7 @@ import { parseConfig } from '../src/config/index.js';
 import type { KubeClient } from '../src/kube/index.js';
 import { renderAdmissionObjects } from '../src/registration/index.js';
 import { Policy } from '../src/guard/index.js';
-import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlaneUp, freePort, metricsOf, percentile, releaseLease, sleep, startSpecGuard, type RunningSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, answers, application, controlPlaneDown, controlPlaneUp, freePort, metricsOf, percentile, releaseLease, sleep, startSpecGuard, type RunningSpecGuard } from './cluster.js';
 import { processCpuMicros } from './process-cpu.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
@@ -112,15 +111,10 @@ function stampWebhookCalls(admin: string): number {
   return calls;
 }
 
-/** Waits until an HTTPS server answers on `port` (any status): a webhook registered before would fail open. */
+/** Waits until an HTTPS server answers on `port`: a webhook registered before would fail open. */
 async function answering(port: number): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt++) {
-    const up = await new Promise<boolean>((resolve) => {
-      const req = https.request({ host: '127.0.0.1', port, path: '/', rejectUnauthorized: false }, (res) => (res.resume(), resolve(true)));
-      req.on('error', () => resolve(false));
-      req.end();
-    });
-    if (up) return;
+    if (await answers(port)) return;
     await sleep(100);
   }
   throw new Error(`nothing answers on port ${port}`);

@@ -3,6 +3,7 @@
 // spec-guard as a child process, and writes as the test identities by impersonation.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import https from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -35,6 +36,17 @@ export function controlPlanePids(admin: string): Record<'kube-apiserver' | 'etcd
 export function controlPlaneDown(): void {
   execFileSync('bash', [`${root}scripts/control-plane.sh`, 'down'], { env: controlPlaneEnv, stdio: 'inherit' });
 }
+
+/** Does an HTTPS server answer on local `port`? Any HTTP answer (a 404 too) means it is up. */
+export const answers = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const req = https.request({ host: '127.0.0.1', port, path: '/', rejectUnauthorized: false }, (res) => {
+      res.resume();
+      resolve(true);
+    });
+    req.on('error', () => resolve(false));
+    req.end();
+  });
 
 export function freePort(): Promise<number> {
   return new Promise((resolve) => {
