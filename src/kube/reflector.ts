@@ -114,24 +114,32 @@ export class Reflector<T extends ListedObject> {
     // A list cut short leaves no revision to watch from: the next attempt lists again.
     this.resourceVersion = undefined;
     type Page = { metadata: { resourceVersion: string; continue?: string }; items: T[] };
-    const fetchPage = (continueToken: string | undefined): Promise<Page> => {
+    /** A page asked for, and when its request has left (or the call ended without). */
+    const fetchPage = (continueToken: string | undefined): { page: Promise<Page>; sent: Promise<unknown> } => {
+      let sent!: () => void;
+      const written = new Promise<void>((resolve) => (sent = resolve));
       const page = this.kube.request<Page>('GET', this.options.path, {
         query: { fieldSelector: this.options.fieldSelector, limit: String(this.options.pageSize ?? 500), continue: continueToken },
         timeoutMs: 60_000,
+        onSent: () => sent(),
       });
       // A page asked for ahead is awaited only if the one before was handled: never unhandled.
       page.catch(() => undefined);
-      return page;
+      return { page, sent: Promise.race([written, page.catch(() => undefined)]) };
     };
-    let next: Promise<Page> | undefined = fetchPage(undefined);
+    let next: ReturnType<typeof fetchPage> | undefined = fetchPage(undefined);
     let first = true;
     let revision = '';
     while (next) {
-      const page: Page = await next;
+      const page: Page = await next.page;
       const continueToken = page.metadata.continue || undefined;
-      // The next page is asked for before this one is handled: the apiserver reads it while
-      // we classify this one (at 100,000 objects 0-1 s of a 28 s start). Two pages at most are held.
+      // The next page is asked for before this one is handled, so that the apiserver reads it
+      // while we classify this one. Asking is not sending: the request is written once this
+      // turn's work (the page's classification, run in microtasks) is done, so it is waited
+      // for here. Without the wait, at 100,000 objects the two took turns: 19.5 s waiting
+      // and 14.5 s handling against 7.1 and 17.9 s. Two pages at most are held.
       next = continueToken ? fetchPage(continueToken) : undefined;
+      if (next) await next.sent;
       revision = page.metadata.resourceVersion;
       this.handlers.onListPage(page.items, !continueToken, revision, first, !continueToken && this.relistRequested, list);
       first = false;
