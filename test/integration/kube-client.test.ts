@@ -6,6 +6,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../src/kube/index.js';
 import { CALLS_IN_FLIGHT, METADATA_ONLY, REQUEST_SOCKETS } from '../../src/kube/client.js';
 import { createCA, createServingCert } from '../../src/certs/index.js';
+import { plainHttpClient } from '../helpers/kube-client.js';
 
 /**
  * A local plain-HTTP server answering with `handler`, and a client of it under `path`, for the
@@ -33,18 +34,6 @@ function plainApiserver(handler: http.RequestListener, path = ''): { readonly ku
 /** Resolves once `done()` holds, or after `limitMs` (the assertions that follow say which). */
 async function until(done: () => boolean, limitMs = 2000): Promise<void> {
   for (let waited = 0; !done() && waited < limitMs; waited += 5) await new Promise((r) => setTimeout(r, 5));
-}
-
-/** A client of a plain-HTTP server at `server`, no credentials. */
-function plainHttpClient(server: string): Promise<KubeClient> {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return KubeClient.fromKubeConfig(kc);
 }
 
 /** A client with a bearer token of the local HTTPS `server`, whose certificate `caPem` signed. */

@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient } from '../../src/kube/index.js';
+import type { KubeClient } from '../../src/kube/index.js';
 import { Reflector, type ListedObject } from '../../src/kube/reflector.js';
+import { plainHttpClient } from '../helpers/kube-client.js';
 
 /**
  * A paged collection served from another thread, so that it takes requests while this
@@ -34,9 +34,7 @@ describe('a list, page by page, against a server on its own thread', () => {
   beforeAll(async () => {
     worker = new Worker(SERVER, { eval: true, workerData: { asked: asked.buffer } });
     const port = await new Promise<number>((resolve) => worker.once('message', resolve));
-    const kc = new KubeConfig();
-    kc.loadFromOptions({ clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
-    kube = await KubeClient.fromKubeConfig(kc);
+    kube = await plainHttpClient(`http://127.0.0.1:${port}`);
   });
   afterAll(async () => {
     kube?.close();
