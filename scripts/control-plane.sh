@@ -3,6 +3,7 @@
 #   scripts/control-plane.sh up     build if needed, start, wait for /readyz, print the kubeconfig path
 #   scripts/control-plane.sh env    print `export KUBECONFIG=…`
 #   scripts/control-plane.sh down   stop both and remove their state
+#   scripts/control-plane.sh restart-apiserver   a new kube-apiserver on the same etcd (benches)
 # Environment: CP_NAME (state folder name, default "default"), CP_APISERVER_PORT (default 16443),
 # CP_ETCD_PORT (default 12379; the peer port is the next one), SPEC_GUARD_CACHE (build cache),
 # CP_CONTROLLERS (kube-controller-manager's --controllers, e.g. garbagecollector; default: no
@@ -116,6 +117,28 @@ wait_ready() {
   done
 }
 
+# start_apiserver BINARY: kube-apiserver on the state folder's PKI and etcd, its pid recorded.
+start_apiserver() {
+  local apiserver_bin="$1"
+  log "starting kube-apiserver on 127.0.0.1:$api_port"
+  setsid "$apiserver_bin" --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --tls-cert-file "$state/pki/apiserver.crt" --tls-private-key-file "$state/pki/apiserver.key" \
+    --client-ca-file "$state/pki/ca.crt" --cert-dir "$state/pki" \
+    --requestheader-client-ca-file "$state/pki/ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$state/pki/front-proxy-client.crt" --proxy-client-key-file "$state/pki/front-proxy-client.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$state/pki/sa.pub" --service-account-signing-key-file "$state/pki/sa.key" \
+    --service-cluster-ip-range 10.0.0.0/24 --authorization-mode RBAC --allow-privileged=true \
+    --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
+    --admission-control-config-file "$state/admission-config.yaml" \
+    --disable-admission-plugins ServiceAccount \
+    >"$state/apiserver.log" 2>&1 < /dev/null &
+  echo $! >"$state/apiserver.pid"
+}
+
 up() {
   if running apiserver && running etcd && { [[ -z "$controllers" ]] || running controller-manager; }; then
     log "already running on 127.0.0.1:$api_port; reusing it"
@@ -137,23 +160,7 @@ up() {
     --initial-cluster "$name=http://127.0.0.1:$((etcd_port + 1))" --listen-metrics-urls "" \
     >"$state/etcd.log" 2>&1 < /dev/null &
   echo $! >"$state/etcd.pid"
-  log "starting kube-apiserver on 127.0.0.1:$api_port"
-  setsid "$apiserver_bin" --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-    --tls-cert-file "$state/pki/apiserver.crt" --tls-private-key-file "$state/pki/apiserver.key" \
-    --client-ca-file "$state/pki/ca.crt" --cert-dir "$state/pki" \
-    --requestheader-client-ca-file "$state/pki/ca.crt" --requestheader-allowed-names front-proxy-client \
-    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
-    --requestheader-extra-headers-prefix X-Remote-Extra- \
-    --proxy-client-cert-file "$state/pki/front-proxy-client.crt" --proxy-client-key-file "$state/pki/front-proxy-client.key" \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file "$state/pki/sa.pub" --service-account-signing-key-file "$state/pki/sa.key" \
-    --service-cluster-ip-range 10.0.0.0/24 --authorization-mode RBAC --allow-privileged=true \
-    --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
-    --admission-control-config-file "$state/admission-config.yaml" \
-    --disable-admission-plugins ServiceAccount \
-    >"$state/apiserver.log" 2>&1 < /dev/null &
-  echo $! >"$state/apiserver.pid"
+  start_apiserver "$apiserver_bin"
   wait_ready
   if [[ -n "$controllers" ]]; then
     log "starting kube-controller-manager (--controllers $controllers)"
@@ -184,6 +191,17 @@ up() {
   echo "$kubeconfig"
 }
 
+# A new kube-apiserver process on the same etcd and PKI: what it holds in memory (its watch
+# cache, a heap grown by earlier lists) is gone, the stored objects are not.
+restart_apiserver() {
+  { running apiserver && running etcd; } || die "not running; run: $0 up"
+  local apiserver_bin; apiserver_bin="$(sed -n 1p <<<"$("$root/scripts/build-control-plane.sh")")"
+  stop apiserver
+  start_apiserver "$apiserver_bin"
+  wait_ready
+  log "kube-apiserver restarted on 127.0.0.1:$api_port"
+}
+
 stop() {
   local pidfile="$state/$1.pid"
   [[ -f "$pidfile" ]] || return 0
@@ -202,5 +220,6 @@ case "${1:-}" in
   up) up ;;
   env) [[ -f "$kubeconfig" ]] || die "not running; run: $0 up"; echo "export KUBECONFIG=$kubeconfig" ;;
   down) down_quiet; log "stopped and removed" ;;
-  *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
+  restart-apiserver) restart_apiserver ;;
+  *) echo "usage: $0 up|down|env|restart-apiserver" >&2; exit 2 ;;
 esac
