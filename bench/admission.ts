@@ -6,6 +6,8 @@
 // machine, same TLS, same 25 KB Application, 16 keep-alive connections; the servers take
 // turns, round after round, so that a noisy neighbour hits all of them alike. The figure
 // that holds on a busy machine is the server process's CPU time divided by its requests.
+// Then the Node.js servers once more, loaded all at the same time beside a second bare server
+// (a control: the method's own spread), and trusted writes during a flood of forged reviews.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +17,7 @@ import autocannon from 'autocannon';
 import { createCA, createServingCert } from '../src/certs/index.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 import { answers } from './cluster.js';
+import { cpuPerRequestAtOnce, ratiosAtOnce } from './at-once.js';
 import { processCpuMicros } from './process-cpu.js';
 import { barChart, savePicture } from './svg.js';
 import { residentMb, SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
@@ -147,11 +150,44 @@ async function main(): Promise<void> {
       }
       groups.push({ label: `${c.name} (spec-guard ${f(pairedRatios(samples, LEAST + 1, 0).median)}× bare)`, bars: servers.map((server, i) => ({ label: server.name, value: cpu[i]! })) });
     }
+    await atOnceSection(
+      servers.map((server, i) => ({ name: server.name, port: server.port, pid: children[i]!.pid! })),
+      cases,
+      start(process.execPath, [bare, 'parse', crt, key, '19442'], 19442),
+    );
     console.log(`peak RSS after the rounds: ${servers.map((server, i) => `${server.name} ${residentMb(children[i]!.pid!, 'VmHWM').toFixed(0)} MiB`).join(', ')}`);
     console.log(`picture: ${savePicture('admission-cpu.svg', barChart(`bench:admission, CPU µs per review (${w.objectBytes}-byte Application, medians of ${ROUNDS} rounds)`, 'CPU µs per review', groups))}`);
     await floodSection(servers[LEAST + 1]!.port, w.trustedUpdate, w.untrustedUpdate);
   } finally {
     children.forEach((c) => c.kill());
+  }
+}
+
+/** Connections of each server's own load generator when all are loaded at once (five servers or so on two cores). */
+const CONNECTIONS_AT_ONCE = 4;
+
+/**
+ * The same cases with the Node.js servers loaded at the same time (bench/at-once.ts), beside a
+ * second bare server (`control`) whose ratio to the first is the method's own spread. The Go
+ * webhook sits this out: at 4–6 times a Node server's CPU per review it would take the cores.
+ */
+async function atOnceSection(servers: Array<{ name: string; port: number; pid: number }>, cases: Array<{ name: string; path: string; body: string; target: number }>, control: Promise<ChildProcess>): Promise<void> {
+  const again = await control;
+  try {
+    const loaded = [servers[0]!, { name: 'bare Node, again (control)', port: 19442, pid: again.pid! }, ...servers.slice(LEAST)];
+    console.log(`\nat once: the Node.js servers loaded together, each by its own ${CONNECTIONS_AT_ONCE} connections, ${ROUNDS} rounds of ${SECONDS} s; CPU per review over the bare server's in the same round (median, range)`);
+    for (const c of cases) {
+      const samples = await cpuPerRequestAtOnce(loaded, c.path, c.body, ROUNDS, SECONDS, CONNECTIONS_AT_ONCE);
+      const f = (x: number) => x.toFixed(2);
+      const rows = loaded.slice(1).map((server, k) => {
+        const r = ratiosAtOnce(samples, k + 1, 0);
+        const verdict = k + 1 >= 3 ? ` (target ≤ ${c.target}×: ${r.median <= c.target ? 'met' : 'NOT met'})` : '';
+        return `${server.name} ${f(r.median)}× (${f(r.min)}–${f(r.max)})${verdict}`;
+      });
+      console.log(`  ${c.name}: bare ${median(samples[0]!).toFixed(0)} µs per review; ${rows.join('; ')}`);
+    }
+  } finally {
+    again.kill();
   }
 }
 

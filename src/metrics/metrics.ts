@@ -75,6 +75,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly storeEntries = new Gauge({
+    name: 'spec_guard_store_entries',
+    help: 'Canonical entries in the store as this replica last loaded or wrote it. Below spec_guard_canonical_objects on the leader: changes not saved yet (a first start writes every object it learns).',
+    registers: [this.registry],
+  });
+
   readonly tombstones = new Gauge({
     name: 'spec_guard_tombstones',
     help: 'Tombstones of trusted deletes waiting for the watch to confirm them (at most 2000 and 512 KiB: past that, the oldest that no finalizer holds give way; no delete is refused for room).',

@@ -60,6 +60,7 @@ export class StoreWriter {
   /** What the store held when this replica loaded it. */
   loaded(entries: ReadonlyMap<string, CanonicalEntry>): void {
     for (const [key, entry] of entries) this.stored.set(key, entry);
+    this.metrics.storeEntries.set(this.stored.size);
   }
 
   /** A new leader writes what it has not stored: everything, when other replicas write the store too. */
@@ -149,6 +150,7 @@ export class StoreWriter {
       setTimeout(() => this.schedule(), RETRY_MS).unref();
     }
     this.metrics.storeUsage.set(this.store.usage());
+    this.metrics.storeEntries.set(this.stored.size);
     this.lastFlushMs = Date.now() - started;
   }
 }
