@@ -17,7 +17,8 @@ import autocannon from 'autocannon';
 import { createCA, createServingCert } from '../src/certs/index.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 import { answers } from './cluster.js';
-import { cpuPerRequestAtOnce, ratiosAtOnce } from './at-once.js';
+import { cpuPerRequestAtOnce } from './at-once.js';
+import { median, roundRatios } from './round-ratios.js';
 import { processCpuMicros } from './process-cpu.js';
 import { barChart, savePicture } from './svg.js';
 import { residentMb, SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
@@ -73,17 +74,8 @@ async function sample(child: ChildProcess, port: number, path: string, body: str
   };
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-/**
- * Server `i`'s CPU per review over server `j`'s, round by round: the two ran one after the
- * other, so a noisy neighbour weighs on both alike. The median of these paired ratios is the
- * headline; their range shows how far one round can stray.
- */
-function pairedRatios(samples: Sample[][], i: number, j: number): { median: number; min: number; max: number } {
-  const ratios = samples[i]!.map((x, round) => x.cpuMicrosPerRequest / samples[j]![round]!.cpuMicrosPerRequest);
-  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
-}
+/** Server `i`'s CPU per review over server `j`'s, paired by round (the two ran one after the other). */
+const pairedRatios = (samples: Sample[][], i: number, j: number) => roundRatios(samples.map((rounds) => rounds.map((x) => x.cpuMicrosPerRequest)), i, j);
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'spec-guard-bench-'));
@@ -153,7 +145,7 @@ async function main(): Promise<void> {
     await atOnceSection(
       servers.map((server, i) => ({ name: server.name, port: server.port, pid: children[i]!.pid! })),
       cases,
-      start(process.execPath, [bare, 'parse', crt, key, '19442'], 19442),
+      { name: 'bare Node, again (control)', port: 19442, command: process.execPath, args: [bare, 'parse', crt, key, '19442'] },
     );
     console.log(`peak RSS after the rounds: ${servers.map((server, i) => `${server.name} ${residentMb(children[i]!.pid!, 'VmHWM').toFixed(0)} MiB`).join(', ')}`);
     console.log(`picture: ${savePicture('admission-cpu.svg', barChart(`bench:admission, CPU µs per review (${w.objectBytes}-byte Application, medians of ${ROUNDS} rounds)`, 'CPU µs per review', groups))}`);
@@ -171,16 +163,20 @@ const CONNECTIONS_AT_ONCE = 4;
  * second bare server (`control`) whose ratio to the first is the method's own spread. The Go
  * webhook sits this out: at 4–6 times a Node server's CPU per review it would take the cores.
  */
-async function atOnceSection(servers: Array<{ name: string; port: number; pid: number }>, cases: Array<{ name: string; path: string; body: string; target: number }>, control: Promise<ChildProcess>): Promise<void> {
-  const again = await control;
+async function atOnceSection(
+  servers: Array<{ name: string; port: number; pid: number }>,
+  cases: Array<{ name: string; path: string; body: string; target: number }>,
+  control: { name: string; port: number; command: string; args: string[] },
+): Promise<void> {
+  const again = await start(control.command, control.args, control.port);
   try {
-    const loaded = [servers[0]!, { name: 'bare Node, again (control)', port: 19442, pid: again.pid! }, ...servers.slice(LEAST)];
+    const loaded = [servers[0]!, { name: control.name, port: control.port, pid: again.pid! }, ...servers.slice(LEAST)];
     console.log(`\nat once: the Node.js servers loaded together, each by its own ${CONNECTIONS_AT_ONCE} connections, ${ROUNDS} rounds of ${SECONDS} s; CPU per review over the bare server's in the same round (median, range)`);
     for (const c of cases) {
       const samples = await cpuPerRequestAtOnce(loaded, c.path, c.body, ROUNDS, SECONDS, CONNECTIONS_AT_ONCE);
       const f = (x: number) => x.toFixed(2);
       const rows = loaded.slice(1).map((server, k) => {
-        const r = ratiosAtOnce(samples, k + 1, 0);
+        const r = roundRatios(samples, k + 1, 0);
         const verdict = k + 1 >= 3 ? ` (target ≤ ${c.target}×: ${r.median <= c.target ? 'met' : 'NOT met'})` : '';
         return `${server.name} ${f(r.median)}× (${f(r.min)}–${f(r.max)})${verdict}`;
       });

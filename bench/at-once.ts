@@ -27,11 +27,3 @@ export async function cpuPerRequestAtOnce(servers: LoadedServer[], path: string,
   }
   return perServer;
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-/** Server `i`'s CPU per request over server `j`'s, round by round (measured at once): median and range. */
-export function ratiosAtOnce(samples: number[][], i: number, j: number): { median: number; min: number; max: number } {
-  const ratios = samples[i]!.map((x, round) => x / samples[j]![round]!);
-  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
-}
