@@ -7,6 +7,8 @@ import { cloneJson } from '../kube/json.js';
 
 interface GuardedPath {
   pointer: string;
+  /** `"pointer":`, the member's opening in the canonical text. */
+  opening: string;
   tokens: string[];
   ignore: IgnoreTree | undefined;
 }
@@ -32,9 +34,11 @@ function ownedFinalizers(value: unknown): unknown {
 export type GuardedValues = Record<string, unknown>;
 
 export interface View {
-  /** Canonical serialization: equal views are byte-equal. */
-  text: string;
-  /** sha256 hex of `text`. */
+  /**
+   * sha256 hex of the view's canonical text, `{"pointer":value,...}` in the rule's order with
+   * canonical JSON values (absent: null): equal views hash equal. Stamps in clusters carry
+   * hashes of this text: it never changes.
+   */
   hash: string;
 }
 
@@ -59,11 +63,6 @@ export function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[
   return tree;
 }
 
-/** One-shot (no Hash object per call: a watch event and a review each hash a view). */
-export function sha256(text: string): string {
-  return hash('sha256', text, 'hex');
-}
-
 /**
  * The guarded view of one resource rule: the guarded pointers minus the ignore rules,
  * normalized and serialized canonically.
@@ -80,9 +79,9 @@ export class GuardedView {
   ) {
     this.paths = guardedPaths.map((pointer) => {
       const tokens = parsePointer(pointer);
-      return { pointer, tokens, ignore: buildIgnoreTree(tokens, ignorePointers) };
+      return { pointer, opening: `${JSON.stringify(pointer)}:`, tokens, ignore: buildIgnoreTree(tokens, ignorePointers) };
     });
-    this.id = sha256(JSON.stringify(guardedPaths)).slice(0, 12);
+    this.id = hash('sha256', JSON.stringify(guardedPaths), 'hex').slice(0, 12);
   }
 
   get pointers(): string[] {
@@ -102,11 +101,9 @@ export class GuardedView {
   of(object: unknown): View {
     let text = '{';
     for (const path of this.paths) {
-      if (text.length > 1) text += ',';
-      text += `${JSON.stringify(path.pointer)}:${canonicalJson(this.normalized(path, object), path.ignore) ?? 'null'}`;
+      text += `${text.length > 1 ? ',' : ''}${path.opening}${canonicalJson(this.normalized(path, object), path.ignore) ?? 'null'}`;
     }
-    text += '}';
-    return { text, hash: sha256(text) };
+    return { hash: hash('sha256', `${text}}`, 'hex') };
   }
 
   /** The raw (not normalized) guarded values of `object`, for restoring them later. */

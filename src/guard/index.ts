@@ -1,7 +1,7 @@
 // The pure domain: guarded views, canonical JSON, normalizers, stamps, policy, provenance
 // (freshness, attribution), the watch-side observation and the admission decision.
 // Nothing here does I/O; it imports only itself and Kubernetes' types and JSON rules.
-export { GuardedView, buildIgnoreTree, sha256, FINALIZERS_POINTER, KUBERNETES_FINALIZERS, type GuardedValues, type View, type PatchOp } from './guarded-view.js';
+export { GuardedView, buildIgnoreTree, FINALIZERS_POINTER, KUBERNETES_FINALIZERS, type GuardedValues, type View, type PatchOp } from './guarded-view.js';
 export { canonicalJson, MAX_DEPTH, TooDeepError, type IgnoreTree } from './canonical-json.js';
 export { normalizers, argocdApplication, type Normalizer } from './normalizers.js';
 export { Stamper, STAMP_ANNOTATION, STAMP_POINTER, nextSeq, type StampClaim } from './stamp.js';

@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
 import { canonicalJson, GuardedView, Stamper } from '../../src/guard/index.js';
+import { normalizers } from '../../src/guard/normalizers.js';
 import jsonpatch from 'fast-json-patch';
 
 describe('canonical JSON', () => {
@@ -26,6 +28,29 @@ describe('canonical JSON', () => {
 
 describe('guarded view', () => {
   const view = new GuardedView(['/spec', '/data'], ['/spec/ignored', '/spec/nested/skip']);
+
+  it('hashes the same canonical text as every earlier version: stamps already in clusters keep verifying', () => {
+    const application = new GuardedView(
+      ['/spec', '/operation', '/metadata/finalizers', '/metadata/annotations/argocd.argoproj.io~1skip-reconcile'],
+      ['/spec/source/helm/parameters'],
+      normalizers['argocd-application'],
+    );
+    const object = {
+      metadata: { finalizers: ['resources-finalizer.argocd.argoproj.io', 'foregroundDeletion'], annotations: { 'argocd.argoproj.io/skip-reconcile': 'true' } },
+      spec: {
+        source: { repoURL: 'https://example.com/r.git', targetRevision: 'v1', helm: { parameters: [{ name: 'a', value: '1' }], releaseName: 'x' } },
+        destination: { server: 'https://kubernetes.default.svc', namespace: 'app' },
+      },
+    };
+    const text =
+      '{"/spec":{"destination":{"namespace":"app","server":"https://kubernetes.default.svc"},"project":"default","source":{"helm":{"releaseName":"x"},' +
+      '"repoURL":"https://example.com/r.git","targetRevision":"v1"}},"/operation":null,"/metadata/finalizers":["resources-finalizer.argocd.argoproj.io"],' +
+      '"/metadata/annotations/argocd.argoproj.io~1skip-reconcile":"true"}';
+    expect(application.of(object).hash).toBe(createHash('sha256').update(text).digest('hex'));
+    // The figure itself, as computed before the view's text stopped being kept.
+    expect(application.of(object).hash).toBe('07b1b16d14191df45ea5c40726e0e2e70421f6df0c9b9be84b2b65e60100bd78');
+    expect(new GuardedView(['/spec'], []).of({ spec: { b: 1, a: 2 } }).hash).toBe(createHash('sha256').update('{"/spec":{"a":2,"b":1}}').digest('hex'));
+  });
 
   it('hashes equal views equally and ignores ignored members', () => {
     const a = view.of({ spec: { x: 1, ignored: 'a', nested: { skip: 1, keep: 2 } } });
