@@ -29,7 +29,7 @@ describe('canonical JSON', () => {
 describe('guarded view', () => {
   const view = new GuardedView(['/spec', '/data'], ['/spec/ignored', '/spec/nested/skip']);
 
-  it('hashes the same canonical text as every earlier version: stamps already in clusters keep verifying', () => {
+  it('hashes the same canonical text as before: stamps already in clusters keep verifying', () => {
     const application = new GuardedView(
       ['/spec', '/operation', '/metadata/finalizers', '/metadata/annotations/argocd.argoproj.io~1skip-reconcile'],
       ['/spec/source/helm/parameters'],
