@@ -1,4 +1,6 @@
 import { Readable } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { describe, expect, it } from '@jest/globals';
@@ -40,6 +42,20 @@ describe('the admission pipeline, step by step', () => {
     expect(request.operation).toBe('UPDATE');
     await expect(readReview(body('{"kind":"Pod"}'), new AdmissionBudget(), Date.now())).rejects.toMatchObject({ status: 400 });
     await expect(readReview(body('not json'), new AdmissionBudget(), Date.now())).rejects.toBeInstanceOf(HttpError);
+  });
+
+  it('readReview: once read, a review is not kept alive by its request (a keep-alive connection holds its request until the next one)', async () => {
+    // Exposed here, in this test only: the collector has to run to show what stays reachable.
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const req = body(JSON.stringify(review('alice-update-spec')));
+    let request: object | undefined = await readReview(req, new AdmissionBudget(), Date.now());
+    const read = new WeakRef(request);
+    request = undefined;
+    await new Promise((r) => setImmediate(r));
+    collect();
+    expect(req.listenerCount('end')).toBeGreaterThan(0);
+    expect(read.deref()).toBeUndefined();
   });
 
   it('parseReview: checks the envelope and hands over the body\'s own request, not a copy of it (its spec reaches the decision untouched)', () => {
