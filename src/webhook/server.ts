@@ -128,6 +128,8 @@ export function createWebhookServer(options: WebhookServerOptions): https.Server
   const server = https.createServer({ key: options.tls.key, cert: options.tls.cert, ...clientAuth }, (req, res) => {
     if (!admission(req, res)) app(req, res);
   });
+  // A connection's client certificate is checked once (pipeline.ts): it may not change later.
+  if (options.clientAuth) server.on('secureConnection', (socket: TLSSocket) => socket.disableRenegotiation());
   server.keepAliveTimeout = 65_000;
   return server;
 }

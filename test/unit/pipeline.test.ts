@@ -37,6 +37,20 @@ describe('the admission pipeline, step by step', () => {
     expect(() => authenticate(socket(true, 'anyone'), { ca: 'PEM', allowedNames: [] })).not.toThrow();
   });
 
+  it('authenticate: a connection\'s certificate is read once, not per review; a new CA or new names are checked again', () => {
+    let reads = 0;
+    const connection = { authorized: true, getPeerCertificate: () => (reads++, { subject: { CN: 'front-proxy-client' } }) } as unknown as TLSSocket;
+    const auth = { ca: 'PEM', allowedNames: ['front-proxy-client'] };
+    for (let review = 0; review < 3; review++) authenticate(connection, auth);
+    expect(reads).toBe(1);
+    authenticate(socket(true, 'front-proxy-client'), auth);
+    const renamed = { ca: 'PEM', allowedNames: ['another-proxy'] };
+    expect(() => authenticate(connection, renamed)).toThrow(expect.objectContaining({ status: 401 }) as unknown as Error);
+    expect(reads).toBe(2);
+    authenticate(connection, { ca: 'NEW PEM', allowedNames: ['front-proxy-client'] });
+    expect(reads).toBe(3);
+  });
+
   it('readReview: the request of a real review; a body that is no AdmissionReview is a 400 that says why', async () => {
     const request = await readReview(body(JSON.stringify(review('alice-update-spec'))), new AdmissionBudget(), Date.now());
     expect(request.operation).toBe('UPDATE');
