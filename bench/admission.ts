@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createCA, createServingCert } from '../src/certs/index.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
+import { createClientCert } from './client-cert.js';
 import { answers } from './cluster.js';
 import { cpuPerRequestAtOnce } from './at-once.js';
 import { median, roundRatios } from './round-ratios.js';
@@ -57,7 +58,10 @@ interface Sample {
   errors: number;
 }
 
-async function sample(child: ChildProcess, port: number, path: string, body: string): Promise<Sample> {
+/** The client certificate the load generators present, as the apiserver presents its own. */
+type ClientCert = { cert: string; key: string };
+
+async function sample(child: ChildProcess, port: number, path: string, body: string, client: ClientCert): Promise<Sample> {
   const cpuBefore = processCpuMicros(child.pid!);
   const helpersBefore = v8HelperMicros(child.pid!);
   const result = await autocannon({
@@ -65,6 +69,7 @@ async function sample(child: ChildProcess, port: number, path: string, body: str
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body,
+    tlsOptions: client,
     connections: CONNECTIONS,
     duration: SECONDS,
   });
@@ -94,6 +99,11 @@ async function main(): Promise<void> {
   writeFileSync(crt, tls.cert);
   writeFileSync(key, tls.key);
   writeFileSync(join(dir, 'config.yaml'), benchConfig);
+  // spec-guard checks the client certificate, as every shipped install does (the apiserver's
+  // front-proxy certificate); the other servers ask for none, so theirs is never sent.
+  const clientCa = join(dir, 'client-ca.crt');
+  writeFileSync(clientCa, ca.cert);
+  const apiserver = createClientCert(ca, 'front-proxy-client');
   const go = buildGoWebhook();
   const w = workload(25_000);
 
@@ -101,7 +111,7 @@ async function main(): Promise<void> {
     name,
     port,
     command: process.execPath,
-    args: [...shippedFlags(options), cli, 'serve', '--standalone', '--config', join(dir, 'config.yaml'), '--port', String(port), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--tls-cert-file', crt, '--tls-key-file', key, '--log-level', 'warn'],
+    args: [...shippedFlags(options), cli, 'serve', '--standalone', '--config', join(dir, 'config.yaml'), '--port', String(port), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--tls-cert-file', crt, '--tls-key-file', key, '--client-ca-file', clientCa, '--log-level', 'warn'],
   });
   // spec-guard runs with the shipped Node.js options (manifests/), the bare server with Node's
   // defaults: the floor. Other options for spec-guard are compared in rows of their own.
@@ -120,14 +130,14 @@ async function main(): Promise<void> {
   try {
     console.log(
       `bench/admission: Application of ${w.objectBytes} bytes (AdmissionReview ${w.untrustedUpdate.length} bytes), HTTPS keep-alive, ` +
-        `${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per server and case; medians, ratios paired by round; spec-guard with NODE_OPTIONS=${SHIPPED_OPTIONS} (shipped)`,
+        `${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s per server and case; medians, ratios paired by round; spec-guard with NODE_OPTIONS=${SHIPPED_OPTIONS} and client authentication (shipped; each connection presents the apiserver's certificate)`,
     );
     console.log(`${'case'.padEnd(28)} | ${'server'.padEnd(24)} | CPU µs/review | of it V8 helpers |  req/s | p99 ms | errors`);
     const groups: Array<{ label: string; bars: Array<{ label: string; value: number }> }> = [];
     for (const c of cases) {
       const samples: Sample[][] = servers.map(() => []);
       for (let round = 0; round < ROUNDS; round++) {
-        for (const [i, server] of servers.entries()) samples[i]!.push(await sample(children[i]!, server.port, c.path, c.body));
+        for (const [i, server] of servers.entries()) samples[i]!.push(await sample(children[i]!, server.port, c.path, c.body, apiserver));
       }
       const cpu = samples.map((s) => median(s.map((x) => x.cpuMicrosPerRequest)));
       servers.forEach((server, i) => {
@@ -154,10 +164,11 @@ async function main(): Promise<void> {
       servers.map((server, i) => ({ name: server.name, port: server.port, pid: children[i]!.pid! })),
       cases,
       { name: 'bare Node, again (control)', port: 19442, command: process.execPath, args: [bare, 'parse', crt, key, '19442'] },
+      apiserver,
     );
     console.log(`peak RSS after the rounds: ${servers.map((server, i) => `${server.name} ${residentMb(children[i]!.pid!, 'VmHWM').toFixed(0)} MiB`).join(', ')}`);
     console.log(`picture: ${savePicture('admission-cpu.svg', barChart(`bench:admission, CPU µs per review (${w.objectBytes}-byte Application, medians of ${ROUNDS} rounds)`, 'CPU µs per review', groups))}`);
-    await floodSection(servers[LEAST + 1]!.port, w.trustedUpdate, w.untrustedUpdate);
+    await floodSection(servers[LEAST + 1]!.port, w.trustedUpdate, w.untrustedUpdate, apiserver);
   } finally {
     children.forEach((c) => c.kill());
   }
@@ -175,6 +186,7 @@ async function atOnceSection(
   servers: Array<{ name: string; port: number; pid: number }>,
   cases: Array<{ name: string; path: string; body: string; target: number }>,
   control: { name: string; port: number; command: string; args: string[] },
+  client: ClientCert,
 ): Promise<void> {
   const again = await start(control.command, control.args, control.port);
   try {
@@ -182,7 +194,7 @@ async function atOnceSection(
     const loaded = [servers[0]!, { name: control.name, port: control.port, pid: again.pid! }, servers[LEAST]!, ...specGuards];
     console.log(`\nat once: the Node.js servers loaded together, each by its own ${CONNECTIONS_AT_ONCE} connections, ${ROUNDS} rounds of ${SECONDS} s; CPU per review over the bare server's in the same round (median, range)`);
     for (const c of cases) {
-      const samples = await cpuPerRequestAtOnce(loaded, c.path, c.body, ROUNDS, SECONDS, CONNECTIONS_AT_ONCE);
+      const samples = await cpuPerRequestAtOnce(loaded, c.path, c.body, ROUNDS, SECONDS, CONNECTIONS_AT_ONCE, client);
       const f = (x: number) => x.toFixed(2);
       const rows = loaded.slice(1).map((server, k) => {
         const r = roundRatios(samples, k + 1, 0);
@@ -198,18 +210,20 @@ async function atOnceSection(
 
 /**
  * Trusted writes during a flood: the agent's /mutate at a steady 200 req/s, alone and while
- * 32 connections post ~2.5 MB forged reviews to /validate as fast as they can.
+ * 32 connections post ~2.5 MB forged reviews to /validate as fast as they can. They present
+ * the apiserver's certificate too (the worst case: without it each is refused with 401 before
+ * its body is read), so that the large-review budget is what holds them off.
  */
-async function floodSection(port: number, trusted: string, untrusted: string): Promise<void> {
+async function floodSection(port: number, trusted: string, untrusted: string, client: ClientCert): Promise<void> {
   const forged = JSON.parse(untrusted);
   forged.request.object.spec.padding = 'x'.repeat(2_500_000);
   const flood = JSON.stringify(forged);
   const steady = () =>
-    autocannon({ url: `https://127.0.0.1:${port}/mutate`, method: 'POST', headers: { 'content-type': 'application/json' }, body: trusted, connections: 4, overallRate: 200, duration: SECONDS * 2 });
+    autocannon({ url: `https://127.0.0.1:${port}/mutate`, method: 'POST', headers: { 'content-type': 'application/json' }, body: trusted, tlsOptions: client, connections: 4, overallRate: 200, duration: SECONDS * 2 });
   const alone = await steady();
   const [during, flooding] = await Promise.all([
     steady(),
-    autocannon({ url: `https://127.0.0.1:${port}/validate`, method: 'POST', headers: { 'content-type': 'application/json' }, body: flood, connections: 32, duration: SECONDS * 2 }),
+    autocannon({ url: `https://127.0.0.1:${port}/validate`, method: 'POST', headers: { 'content-type': 'application/json' }, body: flood, tlsOptions: client, connections: 32, duration: SECONDS * 2 }),
   ]);
   console.log(`\ntrusted /mutate at 200 req/s, spec-guard, ${SECONDS * 2} s: p50 / p99 / max ms`);
   console.log(`  alone:                              ${alone.latency.p50} / ${alone.latency.p99} / ${alone.latency.max}, errors ${alone.errors + alone.non2xx + alone.timeouts}`);

@@ -14,13 +14,14 @@ export interface LoadedServer {
 }
 
 /** CPU µs per request of each server, one array per server, one value per round. */
-export async function cpuPerRequestAtOnce(servers: LoadedServer[], path: string, body: string, rounds: number, seconds: number, connections: number): Promise<number[][]> {
+/** `client`: the certificate each connection presents (the apiserver's, to a server that asks for one). */
+export async function cpuPerRequestAtOnce(servers: LoadedServer[], path: string, body: string, rounds: number, seconds: number, connections: number, client: { cert: string; key: string }): Promise<number[][]> {
   const perServer: number[][] = servers.map(() => []);
   for (let round = 0; round < rounds; round++) {
     const before = servers.map((s) => processCpuMicros(s.pid));
     const results = await Promise.all(
       servers.map((s) =>
-        autocannon({ url: `https://127.0.0.1:${s.port}${path}`, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections, duration: seconds }),
+        autocannon({ url: `https://127.0.0.1:${s.port}${path}`, method: 'POST', headers: { 'content-type': 'application/json' }, body, tlsOptions: client, connections, duration: seconds }),
       ),
     );
     servers.forEach((s, i) => perServer[i]!.push((processCpuMicros(s.pid) - before[i]!) / Math.max(1, results[i]!.requests.total)));
