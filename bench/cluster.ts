@@ -94,7 +94,8 @@ export async function spawnSpecGuard(selfKubeconfig: string, config: string, ext
   const started = Date.now();
   const child = spawn(
     process.execPath,
-    [cli, 'serve', '--config', config, '--kubeconfig', selfKubeconfig, '--namespace', 'spec-guard', '--bind-address', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--webhook-url', `https://127.0.0.1:${port}`, ...extra],
+    // As shipped: reviews only from the apiserver's front-proxy certificate, checked against the CA it publishes.
+    [cli, 'serve', '--config', config, '--kubeconfig', selfKubeconfig, '--namespace', 'spec-guard', '--client-ca-from-cluster', '--bind-address', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--webhook-url', `https://127.0.0.1:${port}`, ...extra],
     { stdio: ['ignore', 'ignore', log], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
   );
   closeSync(log);
