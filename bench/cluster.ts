@@ -27,6 +27,16 @@ export function controlPlaneUp(): { admin: string; self: string } {
   return { admin, self: admin.replace(/admin\.kubeconfig$/, 'spec-guard.kubeconfig') };
 }
 
+/**
+ * The certificate the control plane's apiserver presents to webhooks (its front-proxy client
+ * certificate) and the CA that signed it: a bench that posts reviews to spec-guard itself
+ * presents it, as spec-guard answers no one else (`--client-ca-from-cluster`).
+ */
+export function apiserverClientCert(admin: string): { cert: string; key: string; caFile: string } {
+  const pki = join(dirname(admin), 'pki');
+  return { cert: readFileSync(join(pki, 'front-proxy-client.crt'), 'utf8'), key: readFileSync(join(pki, 'front-proxy-client.key'), 'utf8'), caFile: join(pki, 'ca.crt') };
+}
+
 /** The local control plane's processes (their pid files sit beside the admin kubeconfig). */
 export function controlPlanePids(admin: string): Record<'kube-apiserver' | 'etcd', number> {
   const pid = (name: string) => Number(readFileSync(join(dirname(admin), `${name}.pid`), 'utf8').trim());

@@ -7,7 +7,7 @@ import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readdirSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { AGENT, ALICE, APPS, adminClient, controlPlaneDown, controlPlanePids, controlPlaneUp, freePort, inParallel, metricsOf, percentile, releaseLease, restartApiserver, sleep, spawnSpecGuard, startSpecGuard, unregister, type RunningSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, apiserverClientCert, controlPlaneDown, controlPlanePids, controlPlaneUp, freePort, inParallel, metricsOf, percentile, releaseLease, restartApiserver, sleep, spawnSpecGuard, startSpecGuard, unregister, type RunningSpecGuard } from './cluster.js';
 import { spawn } from 'node:child_process';
 import { FileStore, SecretStore } from '../src/sync/index.js';
 import { valuesText, type CanonicalEntry } from '../src/guard/index.js';
@@ -33,8 +33,9 @@ const batchNames = Array.from({ length: BATCH }, (_, i) => `scale-${i}`);
 /** Further settings to compare with the shipped ones, separated by "|" (BENCH_NODE_OPTIONS). */
 const VARIANTS = [SHIPPED, ...(process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolean)];
 
-async function p99(port: number, body: string): Promise<{ p50: number; p99: number; errors: number }> {
-  const r = await autocannon({ url: `https://127.0.0.1:${port}/validate`, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections: 4, overallRate: 500, duration: 5 });
+/** `/validate` at 500 reviews/s, each connection presenting `client` (the apiserver's certificate). */
+async function p99(port: number, body: string, client: { cert: string; key: string }): Promise<{ p50: number; p99: number; errors: number }> {
+  const r = await autocannon({ url: `https://127.0.0.1:${port}/validate`, method: 'POST', body, headers: { 'content-type': 'application/json' }, tlsOptions: { cert: client.cert, key: client.key }, connections: 4, overallRate: 500, duration: 5 });
   return { p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
@@ -426,7 +427,7 @@ async function main(): Promise<void> {
         object: changed, oldObject: stored,
       },
     });
-    const full = await p99(sgAgain.port, review);
+    const full = await p99(sgAgain.port, review, apiserverClientCert(admin));
     await sgAgain.stop();
 
     // Reverts: BATCH objects drifted at once behind admission (no admission objects at all: a
@@ -445,9 +446,9 @@ async function main(): Promise<void> {
     await watcher.stop();
     const bare = await patchMany(kube, ALICE, batchNames, 'evil-again');
     const emptyPort = await freePort();
-    const empty = spawn(process.execPath, [fileURLToPath(new URL('../src/cli.js', import.meta.url)), 'serve', '--standalone', '--config', config('memory'), '--port', String(emptyPort), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'warn'], { stdio: 'ignore' });
+    const empty = spawn(process.execPath, [fileURLToPath(new URL('../src/cli.js', import.meta.url)), 'serve', '--standalone', '--config', config('memory'), '--port', String(emptyPort), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--client-ca-file', apiserverClientCert(admin).caFile, '--log-level', 'warn'], { stdio: 'ignore' });
     await sleep(2000);
-    const none = await p99(emptyPort, review);
+    const none = await p99(emptyPort, review, apiserverClientCert(admin));
     empty.kill();
 
     console.log(`start to ready with ${COUNT} objects (${VARIANTS.length > 1 ? "file store as the settings above left it" : "first start, file store"}; every object listed): ${(sg.startMs / 1000).toFixed(1)} s (target ≤ ${COUNT <= 10_000 ? 15 : 30} s); every object classified (canonical): ${(classifiedMs / 1000).toFixed(1)} s; every object written to the store by ${writtenAllS.toFixed(1)} s`);
