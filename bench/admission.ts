@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { createCA, createServingCert } from '../src/certs/index.js';
+import { createCA, createServingCert, type KeyPair } from '../src/certs/index.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 import { createClientCert } from './client-cert.js';
 import { answers } from './cluster.js';
@@ -58,10 +58,7 @@ interface Sample {
   errors: number;
 }
 
-/** The client certificate the load generators present, as the apiserver presents its own. */
-type ClientCert = { cert: string; key: string };
-
-async function sample(child: ChildProcess, port: number, path: string, body: string, client: ClientCert): Promise<Sample> {
+async function sample(child: ChildProcess, port: number, path: string, body: string, client: KeyPair): Promise<Sample> {
   const cpuBefore = processCpuMicros(child.pid!);
   const helpersBefore = v8HelperMicros(child.pid!);
   const result = await autocannon({
@@ -186,7 +183,7 @@ async function atOnceSection(
   servers: Array<{ name: string; port: number; pid: number }>,
   cases: Array<{ name: string; path: string; body: string; target: number }>,
   control: { name: string; port: number; command: string; args: string[] },
-  client: ClientCert,
+  client: KeyPair,
 ): Promise<void> {
   const again = await start(control.command, control.args, control.port);
   try {
@@ -214,7 +211,7 @@ async function atOnceSection(
  * the apiserver's certificate too (the worst case: without it each is refused with 401 before
  * its body is read), so that the large-review budget is what holds them off.
  */
-async function floodSection(port: number, trusted: string, untrusted: string, client: ClientCert): Promise<void> {
+async function floodSection(port: number, trusted: string, untrusted: string, client: KeyPair): Promise<void> {
   const forged = JSON.parse(untrusted);
   forged.request.object.spec.padding = 'x'.repeat(2_500_000);
   const flood = JSON.stringify(forged);

@@ -5,6 +5,7 @@
 // 0.8–2.3× the round before it. At once, two identical servers agree within a few percent,
 // which is what the control row shows.
 import autocannon from 'autocannon';
+import type { KeyPair } from '../src/certs/index.js';
 import { processCpuMicros } from './process-cpu.js';
 
 export interface LoadedServer {
@@ -13,9 +14,11 @@ export interface LoadedServer {
   pid: number;
 }
 
-/** CPU µs per request of each server, one array per server, one value per round. */
-/** `client`: the certificate each connection presents (the apiserver's, to a server that asks for one). */
-export async function cpuPerRequestAtOnce(servers: LoadedServer[], path: string, body: string, rounds: number, seconds: number, connections: number, client: { cert: string; key: string }): Promise<number[][]> {
+/**
+ * CPU µs per request of each server, one array per server, one value per round. `client`: the
+ * certificate each connection presents (the apiserver's, to a server that asks for one).
+ */
+export async function cpuPerRequestAtOnce(servers: LoadedServer[], path: string, body: string, rounds: number, seconds: number, connections: number, client: KeyPair): Promise<number[][]> {
   const perServer: number[][] = servers.map(() => []);
   for (let round = 0; round < rounds; round++) {
     const before = servers.map((s) => processCpuMicros(s.pid));

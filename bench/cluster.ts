@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { KeyPair } from '../src/certs/index.js';
 import { KubeClient } from '../src/kube/index.js';
 
 export const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -32,7 +33,7 @@ export function controlPlaneUp(): { admin: string; self: string } {
  * certificate) and the CA that signed it: a bench that posts reviews to spec-guard itself
  * presents it, as spec-guard answers no one else (`--client-ca-from-cluster`).
  */
-export function apiserverClientCert(admin: string): { cert: string; key: string; caFile: string } {
+export function apiserverClientCert(admin: string): KeyPair & { caFile: string } {
   const pki = join(dirname(admin), 'pki');
   return { cert: readFileSync(join(pki, 'front-proxy-client.crt'), 'utf8'), key: readFileSync(join(pki, 'front-proxy-client.key'), 'utf8'), caFile: join(pki, 'ca.crt') };
 }

@@ -11,6 +11,7 @@ import { AGENT, ALICE, APPS, adminClient, apiserverClientCert, controlPlaneDown,
 import { spawn } from 'node:child_process';
 import { FileStore, SecretStore } from '../src/sync/index.js';
 import { valuesText, type CanonicalEntry } from '../src/guard/index.js';
+import type { KeyPair } from '../src/certs/index.js';
 import { killDuringWrite } from './kill.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, OBJECT_BYTES, ownRevertTimes, patchMany } from './burst.js';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +35,7 @@ const batchNames = Array.from({ length: BATCH }, (_, i) => `scale-${i}`);
 const VARIANTS = [SHIPPED, ...(process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolean)];
 
 /** `/validate` at 500 reviews/s, each connection presenting `client` (the apiserver's certificate). */
-async function p99(port: number, body: string, client: { cert: string; key: string }): Promise<{ p50: number; p99: number; errors: number }> {
+async function p99(port: number, body: string, client: KeyPair): Promise<{ p50: number; p99: number; errors: number }> {
   const r = await autocannon({ url: `https://127.0.0.1:${port}/validate`, method: 'POST', body, headers: { 'content-type': 'application/json' }, tlsOptions: { cert: client.cert, key: client.key }, connections: 4, overallRate: 500, duration: 5 });
   return { p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
@@ -427,7 +428,8 @@ async function main(): Promise<void> {
         object: changed, oldObject: stored,
       },
     });
-    const full = await p99(sgAgain.port, review, apiserverClientCert(admin));
+    const apiserverCert = apiserverClientCert(admin);
+    const full = await p99(sgAgain.port, review, apiserverCert);
     await sgAgain.stop();
 
     // Reverts: BATCH objects drifted at once behind admission (no admission objects at all: a
@@ -446,9 +448,9 @@ async function main(): Promise<void> {
     await watcher.stop();
     const bare = await patchMany(kube, ALICE, batchNames, 'evil-again');
     const emptyPort = await freePort();
-    const empty = spawn(process.execPath, [fileURLToPath(new URL('../src/cli.js', import.meta.url)), 'serve', '--standalone', '--config', config('memory'), '--port', String(emptyPort), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--client-ca-file', apiserverClientCert(admin).caFile, '--log-level', 'warn'], { stdio: 'ignore' });
+    const empty = spawn(process.execPath, [fileURLToPath(new URL('../src/cli.js', import.meta.url)), 'serve', '--standalone', '--config', config('memory'), '--port', String(emptyPort), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--client-ca-file', apiserverCert.caFile, '--log-level', 'warn'], { stdio: 'ignore' });
     await sleep(2000);
-    const none = await p99(emptyPort, review, apiserverClientCert(admin));
+    const none = await p99(emptyPort, review, apiserverCert);
     empty.kill();
 
     console.log(`start to ready with ${COUNT} objects (${VARIANTS.length > 1 ? "file store as the settings above left it" : "first start, file store"}; every object listed): ${(sg.startMs / 1000).toFixed(1)} s (target ≤ ${COUNT <= 10_000 ? 15 : 30} s); every object classified (canonical): ${(classifiedMs / 1000).toFixed(1)} s; every object written to the store by ${writtenAllS.toFixed(1)} s`);
