@@ -8,13 +8,19 @@
 //                        what the patch costs the apiserver, apart from what computes it
 //   Go, HTTP/1.1 + patch the same over HTTP/1.1 only, as a Node.js https server speaks (Go's serves
 //                        HTTP/2 to the apiserver): what the protocol costs, apart from the server
+//   bare Node.js webhook the least a guard does (bench/bare-server.ts `least`: compare, stamp) in
+//                        a bare Node.js https server, registered as the Go webhooks are: the floor
+//                        a Node.js webhook stands on, apart from spec-guard
 //   spec-guard webhook   spec-guard's admission alone (serve --standalone: no watcher, no policy),
 //                        registered as the Go webhooks are: the webhook against equal work, apart
 //                        from what its watcher takes of the two cores the apiserver runs on
 // Writes: untrusted spec changes (denied), the agent's trusted spec updates (admitted; stamped by
-// spec-guard), and the agent's updates that change nothing (its annotations replace the object's:
-// a no-op for the apiserver unless admission changes the object). Rounds repeat the set-ups in
-// turn so that a noisy machine hits them alike.
+// spec-guard) back to back and then paced, and the agent's updates that change nothing (its
+// annotations replace the object's: a no-op for the apiserver unless admission changes the
+// object). Back to back, the two cores are saturated and a write's latency follows the CPU every
+// process spends on it (spec-guard's watcher included); paced, it is the latency a write sees on
+// a machine with room. CPU per trusted write is counted for the apiserver and for the process
+// serving the webhooks. Rounds repeat the set-ups in turn so that a noisy machine hits them alike.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,7 +31,7 @@ import { parseConfig } from '../src/config/index.js';
 import type { KubeClient } from '../src/kube/index.js';
 import { renderAdmissionObjects } from '../src/registration/index.js';
 import { Policy } from '../src/guard/index.js';
-import { AGENT, ALICE, APPS, adminClient, answers, application, controlPlaneDown, controlPlaneUp, freePort, metricsOf, percentile, releaseLease, sleep, startSpecGuard, type RunningSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, answers, application, controlPlaneDown, controlPlanePids, controlPlaneUp, freePort, metricsOf, percentile, releaseLease, sleep, startSpecGuard, type RunningSpecGuard } from './cluster.js';
 import { processCpuMicros } from './process-cpu.js';
 import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
 import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
@@ -33,6 +39,8 @@ import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
 const WRITERS = 8;
 const UPDATES_PER_WRITER = Number(process.env.BENCH_UPDATES ?? 40);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+/** Paced trusted writes: each writer one every 200 ms, 40 a second in all, well within what the two cores sustain. */
+const PACED_EVERY_MS = 200;
 const ADMISSION = '/apis/admissionregistration.k8s.io/v1';
 const KINDS = {
   MutatingWebhookConfiguration: 'mutatingwebhookconfigurations',
@@ -50,13 +58,21 @@ async function register(kube: KubeClient, objects: Partial<Record<keyof typeof K
   for (const [kind, body] of Object.entries(objects)) await kube.request('POST', `${ADMISSION}/${KINDS[kind as keyof typeof KINDS]}`, { body });
 }
 
-/** Each writer patches its own Application; returns the latencies in ms, and how many writes were refused. */
-async function writes(kube: KubeClient, headers: Record<string, string>, tag: string) {
+/**
+ * Each writer patches its own Application; returns the latencies in ms, and how many writes were
+ * refused. Back to back by default (the machine saturated: latency then follows the CPU every
+ * process spends per write); with `everyMs`, each writer starts a write every `everyMs` (staggered
+ * across writers, later only when the one before is still running).
+ */
+async function writes(kube: KubeClient, headers: Record<string, string>, tag: string, everyMs = 0) {
   const latencies: number[] = [];
   let refused = 0;
+  const start = performance.now();
   await Promise.all(
     Array.from({ length: WRITERS }, async (_, w) => {
       for (let n = 0; n < UPDATES_PER_WRITER; n++) {
+        const wait = everyMs ? start + (w / WRITERS + n) * everyMs - performance.now() : 0;
+        if (wait > 0) await sleep(wait);
         const body = { spec: { source: { targetRevision: `${tag}-${w}-${n}-${Math.random()}` } } };
         const started = performance.now();
         try {
@@ -97,18 +113,38 @@ async function unchangedWrites(kube: KubeClient) {
 }
 
 /**
- * The apiserver's calls of the stamp webhook so far, from its own metrics (whoever serves it).
- * A write is admitted once per attempt to store it: the apiserver first tries the object its
- * watch cache holds, and when that is behind (the writer's previous write not seen there yet)
- * it reads etcd and runs admission again. More calls than writes is the apiserver's doing.
+ * The apiserver's calls of the stamp webhook so far, and the seconds it timed them (the call's
+ * round trip as the apiserver sees it), from its own metrics (whoever serves it). A write is
+ * admitted once per attempt to store it: the apiserver first tries the object its watch cache
+ * holds, and when that is behind (the writer's previous write not seen there yet) it reads etcd
+ * and runs admission again. More calls than writes is the apiserver's doing.
  */
-function stampWebhookCalls(admin: string): number {
+function stampWebhookCalls(admin: string): { calls: number; seconds: number } {
   const text = execFileSync('kubectl', ['--kubeconfig', admin, 'get', '--raw', '/metrics'], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
-  let calls = 0;
-  for (const [, labels, value] of text.matchAll(/^apiserver_admission_webhook_admission_duration_seconds_count\{([^}]*)\} (\S+)$/gm)) {
-    if (labels!.includes('name="stamp.spec-guard.io"')) calls += Number(value);
+  const total = { calls: 0, seconds: 0 };
+  for (const [, series, labels, value] of text.matchAll(/^apiserver_admission_webhook_admission_duration_seconds_(count|sum)\{([^}]*)\} (\S+)$/gm)) {
+    if (labels!.includes('name="stamp.spec-guard.io"')) total[series === 'count' ? 'calls' : 'seconds'] += Number(value);
   }
-  return calls;
+  return total;
+}
+
+/** One set-up's figures, summed over the rounds. */
+interface Figures {
+  untrusted: number[];
+  trusted: number[];
+  /** The same trusted writes paced (PACED_EVERY_MS), the machine not saturated. */
+  paced: number[];
+  refused: number;
+  admittedUntrusted: number;
+  unchanged: number[];
+  newVersions: number;
+  counted: number;
+  /** The stamp webhook's calls during the trusted writes, and the seconds the apiserver timed them. */
+  stampCalls: number;
+  stampSeconds: number;
+  /** CPU during the trusted writes: the apiserver's, and the process serving the webhooks (its watcher too, for spec-guard). */
+  apiserverCpuMicros: number;
+  serverCpuMicros: number;
 }
 
 /** Waits until an HTTPS server answers on `port`: a webhook registered before would fail open. */
@@ -139,30 +175,38 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, 'tls.key'), tls.key);
   const goBinary = buildGoWebhook();
   const webhookServers: ChildProcess[] = [];
-  /** A Go webhook on a port of its own (`stamp-patch`: answering trusted writes with the stamp's patch). */
-  const startGo = async (mode: string[] = [], env: Record<string, string> = {}) => {
+  /** A webhook server started on a port of its own: the port, and the process (whose CPU is counted). */
+  const startServer = async (command: string, args: (port: number) => string[], env: Record<string, string> = {}) => {
     const port = await freePort();
-    webhookServers.push(spawn(goBinary, [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${port}`, GO_TRUSTED_USER, ...mode], { stdio: 'ignore', env: { ...process.env, ...env } }));
-    return port;
+    const child = spawn(command, args(port), { stdio: 'ignore', env: { ...process.env, ...env } });
+    webhookServers.push(child);
+    return { port, pid: child.pid! };
   };
-  const goPort = await startGo();
-  const goPatchPort = await startGo(['stamp-patch']);
-  const goHttp1Port = await startGo(['stamp-patch'], { GODEBUG: 'http2server=0' });
-  // spec-guard's admission alone, with the shipped Node.js options, on the bench's certificate.
-  const standalonePort = await freePort();
+  /** A Go webhook (`stamp-patch`: answering trusted writes with the stamp's patch). */
+  const startGo = (mode: string[] = [], env: Record<string, string> = {}) => startServer(goBinary, (port) => [join(dir, 'tls.crt'), join(dir, 'tls.key'), `127.0.0.1:${port}`, GO_TRUSTED_USER, ...mode], env);
+  const go = await startGo();
+  const goPatch = await startGo(['stamp-patch']);
+  const goHttp1 = await startGo(['stamp-patch'], { GODEBUG: 'http2server=0' });
+  // The bare Node.js webhook and spec-guard's admission alone, with the shipped Node.js options, on the bench's certificate.
+  const bareScript = fileURLToPath(new URL('./bare-server.js', import.meta.url));
+  const bare = await startServer(process.execPath, (port) => [...shippedFlags(), bareScript, 'least', join(dir, 'tls.crt'), join(dir, 'tls.key'), String(port)]);
   const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
-  webhookServers.push(
-    spawn(process.execPath, [...shippedFlags(), cli, 'serve', '--standalone', '--config', configFile, '--port', String(standalonePort), '--metrics-port', '0', '--bind-address', '127.0.0.1', '--tls-cert-file', join(dir, 'tls.crt'), '--tls-key-file', join(dir, 'tls.key'), '--log-level', 'warn'], { stdio: 'ignore' }),
-  );
+  const standalone = await startServer(process.execPath, (port) => [
+    ...shippedFlags(), cli, 'serve', '--standalone', '--config', configFile, '--port', String(port), '--metrics-port', '0', '--bind-address', '127.0.0.1',
+    '--tls-cert-file', join(dir, 'tls.crt'), '--tls-key-file', join(dir, 'tls.key'), '--log-level', 'warn',
+  ]);
   const policy = new Policy(parseConfig(CONFIG, 'bench.yaml'), 'system:serviceaccount:spec-guard:spec-guard');
-  const rendered = renderAdmissionObjects(policy, { endpoint: { url: `https://127.0.0.1:${goPort}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
+  const rendered = renderAdmissionObjects(policy, { endpoint: { url: `https://127.0.0.1:${go.port}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
   const layer0 = { ValidatingAdmissionPolicy: rendered.ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding: rendered.ValidatingAdmissionPolicyBinding };
   const webhooksAt = (port: number) => renderAdmissionObjects(new Policy(parseConfig(`${CONFIG}admissionPolicy: false\n`, 'bench.yaml')), { endpoint: { url: `https://127.0.0.1:${port}` }, caBundle: ca.cert, excludedNamespaces: ['kube-system', 'spec-guard'] });
-  const webhooksOnly = webhooksAt(goPort);
-  const stampPatching = webhooksAt(goPatchPort);
-  const overHttp1 = webhooksAt(goHttp1Port);
-  const standaloneWebhooks = webhooksAt(standalonePort);
-  await answering(standalonePort);
+  const webhooksOnly = webhooksAt(go.port);
+  const stampPatching = webhooksAt(goPatch.port);
+  const overHttp1 = webhooksAt(goHttp1.port);
+  const bareWebhooks = webhooksAt(bare.port);
+  const standaloneWebhooks = webhooksAt(standalone.port);
+  await answering(bare.port);
+  await answering(standalone.port);
+  const apiserverPid = controlPlanePids(admin)['kube-apiserver'];
 
   await clear(kube);
   await kube.request('DELETE', APPS).catch(() => undefined);
@@ -172,11 +216,13 @@ async function main(): Promise<void> {
   let specGuard: RunningSpecGuard | undefined;
   /** spec-guard's part of its trusted writes, summed over the rounds. */
   const own = { writes: 0, reviews: 0, seconds: 0, cpuMicros: 0 };
-  const setups: Array<{ name: string; up: () => Promise<() => Promise<void>> }> = [
+  /** Each set-up: how it is put in place (returning how it is taken away), and the process serving its webhooks, if any. */
+  const setups: Array<{ name: string; up: () => Promise<() => Promise<void>>; server?: () => number | undefined }> = [
     { name: 'none', up: async () => async () => undefined },
     { name: 'policy', up: async () => (await register(kube, layer0), async () => clear(kube)) },
     {
       name: 'policy + spec-guard',
+      server: () => specGuard?.child.pid,
       up: async () => {
         await releaseLease(kube);
         const sg = await startSpecGuard(self, configFile, [], SHIPPED_OPTIONS);
@@ -188,12 +234,13 @@ async function main(): Promise<void> {
         };
       },
     },
-    { name: 'Go webhook', up: async () => (await register(kube, webhooksOnly), async () => clear(kube)) },
-    { name: 'Go + stamp patch', up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
-    { name: 'Go, HTTP/1.1 + patch', up: async () => (await register(kube, overHttp1), async () => clear(kube)) },
-    { name: 'spec-guard webhook', up: async () => (await register(kube, standaloneWebhooks), async () => clear(kube)) },
+    { name: 'Go webhook', server: () => go.pid, up: async () => (await register(kube, webhooksOnly), async () => clear(kube)) },
+    { name: 'Go + stamp patch', server: () => goPatch.pid, up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
+    { name: 'Go, HTTP/1.1 + patch', server: () => goHttp1.pid, up: async () => (await register(kube, overHttp1), async () => clear(kube)) },
+    { name: 'bare Node.js webhook', server: () => bare.pid, up: async () => (await register(kube, bareWebhooks), async () => clear(kube)) },
+    { name: 'spec-guard webhook', server: () => standalone.pid, up: async () => (await register(kube, standaloneWebhooks), async () => clear(kube)) },
   ];
-  const results = new Map<string, { untrusted: number[]; trusted: number[]; refused: number; admittedUntrusted: number; unchanged: number[]; newVersions: number; counted: number; stampCalls: number }>();
+  const results = new Map<string, Figures>();
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const setup of setups) {
@@ -203,8 +250,11 @@ async function main(): Promise<void> {
         const untrusted = await writes(kube, ALICE, `r${round}`);
         const before = specGuard && (await ownPart(specGuard));
         const callsBefore = stampWebhookCalls(admin);
+        const server = setup.server?.();
+        const cpuBefore = { apiserver: processCpuMicros(apiserverPid), server: server ? processCpuMicros(server) : 0 };
         const trusted = await writes(kube, AGENT, `r${round}`);
-        const stampCalls = stampWebhookCalls(admin) - callsBefore;
+        const cpuAfter = { apiserver: processCpuMicros(apiserverPid), server: server ? processCpuMicros(server) : 0 };
+        const callsAfter = stampWebhookCalls(admin);
         if (specGuard && before) {
           const after = await ownPart(specGuard);
           own.writes += trusted.latencies.length;
@@ -212,12 +262,17 @@ async function main(): Promise<void> {
           own.seconds += after.seconds - before.seconds;
           own.cpuMicros += after.cpuMicros - before.cpuMicros;
         }
+        const paced = await writes(kube, AGENT, `p${round}`, PACED_EVERY_MS);
         const unchanged = await unchangedWrites(kube);
         await down();
-        const r = results.get(setup.name) ?? { untrusted: [], trusted: [], refused: 0, admittedUntrusted: 0, unchanged: [], newVersions: 0, counted: 0, stampCalls: 0 };
-        r.stampCalls += stampCalls;
+        const r = results.get(setup.name) ?? { untrusted: [], trusted: [], paced: [], refused: 0, admittedUntrusted: 0, unchanged: [], newVersions: 0, counted: 0, stampCalls: 0, stampSeconds: 0, apiserverCpuMicros: 0, serverCpuMicros: 0 };
+        r.apiserverCpuMicros += cpuAfter.apiserver - cpuBefore.apiserver;
+        r.serverCpuMicros += cpuAfter.server - cpuBefore.server;
+        r.stampCalls += callsAfter.calls - callsBefore.calls;
+        r.stampSeconds += callsAfter.seconds - callsBefore.seconds;
         r.untrusted.push(...untrusted.latencies);
         r.trusted.push(...trusted.latencies);
+        r.paced.push(...paced.latencies);
         r.unchanged.push(...unchanged.latencies);
         r.newVersions += unchanged.newVersions;
         r.counted += unchanged.counted;
@@ -226,53 +281,74 @@ async function main(): Promise<void> {
         results.set(setup.name, r);
       }
     }
-    console.log(`bench/apiserver-overhead: ${WRITERS} concurrent writers × ${UPDATES_PER_WRITER} PATCHes per case, ${ROUNDS} rounds, real kube-apiserver + etcd on this machine`);
-    console.log(`${'set-up'.padEnd(20)} | untrusted p50 / p99 ms (refused) | trusted p50 / p99 ms | trusted added p50 / p99 ms | stamp webhook calls per trusted write`);
-    const none = results.get('none')!;
-    const stats = (xs: number[]) => {
-      const sorted = [...xs].sort((a, b) => a - b);
-      return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
-    };
-    const base = stats(none.trusted);
-    for (const setup of setups) {
-      const r = results.get(setup.name)!;
-      const u = stats(r.untrusted);
-      const t = stats(r.trusted);
-      console.log(
-        `${setup.name.padEnd(20)} | ${u.p50.toFixed(1).padStart(6)} / ${u.p99.toFixed(1).padStart(6)} (${String(r.refused).padStart(4)} of ${r.untrusted.length}) | ${t.p50.toFixed(1).padStart(6)} / ${t.p99.toFixed(1).padStart(6)} | ${(t.p50 - base.p50).toFixed(1).padStart(6)} / ${(t.p99 - base.p99).toFixed(1).padStart(6)} | ${(r.stampCalls / r.trusted.length).toFixed(2)}`,
-      );
-    }
-    const untrusted = (name: string) => stats(results.get(name)!.untrusted);
-    const added = (name: string) => stats(results.get(name)!.trusted).p50 - base.p50;
-    console.log(
-      `  → untrusted denials with spec-guard: p50 ${(untrusted('policy + spec-guard').p50 / untrusted('policy').p50).toFixed(2)}× the policy alone (target ≤ 1.0×); ` +
-        `trusted writes' added p50: spec-guard ${added('policy + spec-guard').toFixed(1)} ms vs Go webhook ${added('Go webhook').toFixed(1)} ms (target ≤ 1.0×)`,
-    );
-    console.log(
-      `  → the stamp patch alone (the Go webhook answering with one of its size): trusted added p50 ${added('Go + stamp patch').toFixed(1)} ms vs ${added('Go webhook').toFixed(1)} ms without: ` +
-        `${(added('Go + stamp patch') - added('Go webhook')).toFixed(1)} ms of the apiserver's per trusted write are the patch's, whoever computes it`,
-    );
-    console.log(
-      `  → spec-guard's own part of its trusted writes: ${own.reviews} /mutate reviews for ${own.writes} writes, ${((own.seconds * 1000) / Math.max(1, own.reviews)).toFixed(2)} ms each in the process on average (read to answer); ` +
-        `its process CPU ${(own.cpuMicros / 1000 / Math.max(1, own.writes)).toFixed(2)} ms per write (the review, and its watcher taking the write's event); the policy alone adds ${added('policy').toFixed(1)} ms p50`,
-    );
-    console.log(`the agent's updates that change nothing (its annotations replace the object's, the stamp dropped), as argocd-agent sends them:`);
-    for (const setup of setups) {
-      const r = results.get(setup.name)!;
-      const u = stats(r.unchanged);
-      console.log(`  ${setup.name.padEnd(20)} | p50 / p99 ${u.p50.toFixed(1).padStart(6)} / ${u.p99.toFixed(1).padStart(6)} ms | new versions written: ${r.newVersions} of ${r.counted}`);
-    }
-    console.log(
-      `  → HTTP/1.1 (what a Node.js https server speaks) instead of HTTP/2, the same Go webhook and patch: trusted added p50 ${added('Go, HTTP/1.1 + patch').toFixed(1)} ms vs ${added('Go + stamp patch').toFixed(1)} ms; spec-guard ${added('policy + spec-guard').toFixed(1)} ms`,
-    );
-    console.log(
-      `  → spec-guard's webhook alone (no watcher, no policy), registered as the Go webhooks: trusted added p50 ${added('spec-guard webhook').toFixed(1)} ms vs ${added('Go, HTTP/1.1 + patch').toFixed(1)} ms for the Go webhook's equal work over the same protocol; ` +
-        `the whole of spec-guard ${added('policy + spec-guard').toFixed(1)} ms (its watcher takes each write's event on the cores the apiserver runs on)`,
-    );
+    report(setups.map((setup) => ({ name: setup.name, served: Boolean(setup.server) })), results, own);
   } finally {
     for (const peer of webhookServers) peer.kill();
     kube.close();
     if (!process.env.BENCH_KEEP) controlPlaneDown();
+  }
+}
+
+const stats = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+};
+const ms = (x: number) => x.toFixed(1).padStart(6);
+
+/** Prints the figures side by side: one line per set-up, then what they say. */
+function report(setups: Array<{ name: string; served: boolean }>, results: Map<string, Figures>, own: { writes: number; reviews: number; seconds: number; cpuMicros: number }): void {
+  const of = (name: string) => results.get(name)!;
+  const base = stats(of('none').trusted);
+  const pacedBase = stats(of('none').paced);
+  const added = (name: string) => stats(of(name).trusted).p50 - base.p50;
+  const pacedAdded = (name: string) => {
+    const t = stats(of(name).paced);
+    return { p50: t.p50 - pacedBase.p50, p99: t.p99 - pacedBase.p99 };
+  };
+  const apiserverCpu = (name: string) => of(name).apiserverCpuMicros / 1000 / of(name).trusted.length;
+  console.log(`bench/apiserver-overhead: ${WRITERS} concurrent writers × ${UPDATES_PER_WRITER} PATCHes per case, ${ROUNDS} rounds, real kube-apiserver + etcd on this machine`);
+  console.log(`back to back (the two cores saturated: latency follows the CPU every process spends per write):`);
+  console.log(`${'set-up'.padEnd(20)} | untrusted p50 / p99 ms (refused) | trusted p50 / p99 ms | trusted added p50 / p99 ms | stamp webhook calls per trusted write, ms each as the apiserver times them | CPU ms per trusted write: apiserver, webhook's process`);
+  for (const { name, served } of setups) {
+    const r = of(name);
+    const u = stats(r.untrusted);
+    const t = stats(r.trusted);
+    console.log(
+      `${name.padEnd(20)} | ${ms(u.p50)} / ${ms(u.p99)} (${String(r.refused).padStart(4)} of ${r.untrusted.length}) | ${ms(t.p50)} / ${ms(t.p99)} | ${ms(t.p50 - base.p50)} / ${ms(t.p99 - base.p99)} | ` +
+        `${(r.stampCalls / r.trusted.length).toFixed(2)}, ${r.stampCalls ? ((r.stampSeconds * 1000) / r.stampCalls).toFixed(2) : '-'} ms | ${apiserverCpu(name).toFixed(2)}, ${served ? (r.serverCpuMicros / 1000 / r.trusted.length).toFixed(2) : '-'}`,
+    );
+  }
+  const untrusted = (name: string) => stats(of(name).untrusted);
+  console.log(
+    `  → untrusted denials with spec-guard: p50 ${(untrusted('policy + spec-guard').p50 / untrusted('policy').p50).toFixed(2)}× the policy alone (target ≤ 1.0×); ` +
+      `trusted writes' added p50: spec-guard ${added('policy + spec-guard').toFixed(1)} ms vs Go webhook ${added('Go webhook').toFixed(1)} ms (target ≤ 1.0×)`,
+  );
+  console.log(
+    `  → spec-guard's own part of its trusted writes: ${own.reviews} /mutate reviews for ${own.writes} writes, ${((own.seconds * 1000) / Math.max(1, own.reviews)).toFixed(2)} ms each in the process on average (read to answer); ` +
+      `its process CPU ${(own.cpuMicros / 1000 / Math.max(1, own.writes)).toFixed(2)} ms per write (the review, and its watcher taking the write's event); the policy alone adds ${added('policy').toFixed(1)} ms p50`,
+  );
+  console.log(
+    `  → the apiserver's CPU per trusted write: ${apiserverCpu('none').toFixed(2)} ms with no admission, ${apiserverCpu('Go webhook').toFixed(2)} with the Go webhook, ` +
+      `${apiserverCpu('Go + stamp patch').toFixed(2)} with its stamp patch (the patch: ${(apiserverCpu('Go + stamp patch') - apiserverCpu('Go webhook')).toFixed(2)} ms), ` +
+      `${apiserverCpu('spec-guard webhook').toFixed(2)} with spec-guard's webhook, ${apiserverCpu('policy + spec-guard').toFixed(2)} with the whole of spec-guard (its policy, and its watch)`,
+  );
+  console.log(`paced (each writer one trusted write every ${PACED_EVERY_MS} ms, ${((WRITERS * 1000) / PACED_EVERY_MS).toFixed(0)} a second: the latency a write sees on a machine that is not saturated):`);
+  for (const { name } of setups) {
+    const t = stats(of(name).paced);
+    const a = pacedAdded(name);
+    console.log(`  ${name.padEnd(20)} | trusted p50 / p99 ${ms(t.p50)} / ${ms(t.p99)} ms | added ${ms(a.p50)} / ${ms(a.p99)} ms`);
+  }
+  const vs = (name: string, peer: string) => `${pacedAdded(name).p50.toFixed(1)} / ${pacedAdded(name).p99.toFixed(1)} ms vs ${pacedAdded(peer).p50.toFixed(1)} / ${pacedAdded(peer).p99.toFixed(1)} ms`;
+  console.log(
+    `  → trusted added p50 / p99, paced: spec-guard ${vs('policy + spec-guard', 'Go webhook')} for the Go webhook (target ≤ 1.0×); ` +
+      `the stamp patch (Go) ${vs('Go + stamp patch', 'Go webhook')} without; spec-guard's webhook alone ${vs('spec-guard webhook', 'Go, HTTP/1.1 + patch')} for the Go webhook's equal work over HTTP/1.1; ` +
+      `the bare Node.js webhook ${pacedAdded('bare Node.js webhook').p50.toFixed(1)} / ${pacedAdded('bare Node.js webhook').p99.toFixed(1)} ms`,
+  );
+  console.log(`the agent's updates that change nothing (its annotations replace the object's, the stamp dropped), as argocd-agent sends them:`);
+  for (const { name } of setups) {
+    const r = of(name);
+    const u = stats(r.unchanged);
+    console.log(`  ${name.padEnd(20)} | p50 / p99 ${ms(u.p50)} / ${ms(u.p99)} ms | new versions written: ${r.newVersions} of ${r.counted}`);
   }
 }
 
