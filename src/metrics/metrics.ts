@@ -1,6 +1,14 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { QueueMetrics } from '../kube/work-queue.js';
 
+/**
+ * How often the event loop's delay is sampled (prom-client's default: every 10 ms). Each sample
+ * is a timer that wakes the loop: at 10 ms an idle replica woke 100 times a second and spent
+ * 9 ms of CPU a second doing so, about 20 µs per review at 500 reviews a second
+ * (docs/benchmarks.md, round 22). Every 100 ms still catches each block of the loop that long.
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 /** Every spec-guard metric, on one registry. Labels take bounded values only. */
 export class Metrics {
   readonly registry = new Registry();
@@ -219,7 +227,7 @@ export class Metrics {
   });
 
   constructor(withProcessMetrics = true) {
-    if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
+    if (withProcessMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   }
 
   /**
