@@ -7,7 +7,7 @@ import type { QueueMetrics } from '../kube/work-queue.js';
  * 9 ms of CPU a second doing so, about 20 µs per review at 500 reviews a second
  * (docs/benchmarks.md, round 22). Every 100 ms still catches each block of the loop that long.
  */
-export const EVENT_LOOP_SAMPLE_MS = 100;
+const EVENT_LOOP_SAMPLE_MS = 100;
 
 /** Every spec-guard metric, on one registry. Labels take bounded values only. */
 export class Metrics {

@@ -1,4 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -23,6 +26,18 @@ export interface Daemon {
 /** Starts `spec-guard serve …` as a child process, collecting its logs. */
 export function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Daemon {
   return startProcess(process.execPath, [cliPath, ...args], env);
+}
+
+/** A configuration guarding Applications and nothing else, written to a new temporary folder. */
+export function applicationsConfig(): string {
+  const config = join(mkdtempSync(join(tmpdir(), 'spec-guard-config-')), 'c.yaml');
+  writeFileSync(config, 'resources:\n  - group: argoproj.io\n    resource: applications\n');
+  return config;
+}
+
+/** Starts `spec-guard serve --standalone` with `config` on ephemeral local ports (`extra`: more flags). */
+export function startStandalone(config: string, extra: string[] = []): Daemon {
+  return startCli(['serve', '--standalone', '--config', config, '--port', '0', '--metrics-port', '0', '--bind-address', '127.0.0.1', ...extra]);
 }
 
 /** Starts any program as a child process, collecting its logs (stdout and stderr). */

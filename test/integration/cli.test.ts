@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, jest } from '@jest/globals';
 import { review } from '../helpers/admission.js';
-import { runCli, startCli, type Daemon } from '../helpers/cli.js';
+import { runCli, startStandalone, type Daemon } from '../helpers/cli.js';
 
 // Each test starts spec-guard as a process of its own: on a shared 2-core machine compiling a
 // kube-apiserver beside the suite, that can take longer than the default 5 s. A hang still fails.
@@ -128,7 +128,7 @@ describe('spec-guard CLI', () => {
   });
 
   it('serve --standalone answers admission over TLS and serves metrics on plain HTTP', async () => {
-    const daemon = startCli(['serve', '--standalone', '--config', goodConfig, '--port', '0', '--metrics-port', '0', '--bind-address', '127.0.0.1']);
+    const daemon = startStandalone(goodConfig);
     daemons.push(daemon);
     const ready = JSON.parse(await daemon.waitForLog(/spec-guard ready/)) as { webhookPort: number; metricsPort: number };
     const body = JSON.stringify(review('alice-delete'));

@@ -1,8 +1,6 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it, jest } from '@jest/globals';
-import { startCli } from '../helpers/cli.js';
+import { applicationsConfig, startStandalone } from '../helpers/cli.js';
 
 jest.setTimeout(30_000);
 
@@ -17,10 +15,7 @@ describe('an idle spec-guard', () => {
   // replica woke 100 times a second, 9 ms of CPU a second on this machine, and every review
   // at a moderate rate paid its share (docs/benchmarks.md, round 22).
   it('lets its event loop sleep: a few wakeups a second, not one every 10 ms', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'spec-guard-idle-'));
-    const config = join(dir, 'c.yaml');
-    writeFileSync(config, 'resources:\n  - group: argoproj.io\n    resource: applications\n');
-    const daemon = startCli(['serve', '--standalone', '--config', config, '--port', '0', '--metrics-port', '0', '--bind-address', '127.0.0.1']);
+    const daemon = startStandalone(applicationsConfig());
     try {
       await daemon.waitForLog(/spec-guard ready/);
       await sleep(1000);

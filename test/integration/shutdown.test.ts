@@ -1,10 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it, jest } from '@jest/globals';
 import { review } from '../helpers/admission.js';
-import { startCli } from '../helpers/cli.js';
+import { applicationsConfig, startStandalone } from '../helpers/cli.js';
 
 // Each test starts spec-guard as a process of its own: on a shared 2-core machine compiling a
 // kube-apiserver beside the suite, that can take longer than the default 5 s. A hang still fails.
@@ -12,10 +9,7 @@ jest.setTimeout(30_000);
 
 describe('graceful shutdown', () => {
   it('on SIGTERM stops being ready, finishes every in-flight admission request, then exits 0', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'spec-guard-shutdown-'));
-    const config = join(dir, 'c.yaml');
-    writeFileSync(config, 'resources:\n  - group: argoproj.io\n    resource: applications\n');
-    const daemon = startCli(['serve', '--standalone', '--config', config, '--port', '0', '--metrics-port', '0', '--bind-address', '127.0.0.1']);
+    const daemon = startStandalone(applicationsConfig());
     const { webhookPort, metricsPort } = JSON.parse(await daemon.waitForLog(/spec-guard ready/)) as { webhookPort: number; metricsPort: number };
 
     // Requests in flight: headers and half of each body sent, the rest after SIGTERM.

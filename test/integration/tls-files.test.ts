@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, jest } from '@jest/globals';
 import { createCA, createServingCert } from '../../src/certs/index.js';
-import { runCli, startCli, type Daemon } from '../helpers/cli.js';
+import { runCli, startStandalone, type Daemon } from '../helpers/cli.js';
 import { servedCertificate } from '../helpers/tls.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'spec-guard-tls-'));
@@ -51,7 +51,7 @@ describe('certificates from files (cert-manager and the like)', () => {
   it('a renewed pair is served without a restart; a broken one is logged and the previous kept', async () => {
     const first = createServingCert(ca, ['127.0.0.1']);
     writePair(first);
-    const daemon = startCli(['serve', '--standalone', '--config', config, '--port', '0', '--metrics-port', '0', '--bind-address', '127.0.0.1', '--tls-cert-file', certFile, '--tls-key-file', keyFile]);
+    const daemon = startStandalone(config, ['--tls-cert-file', certFile, '--tls-key-file', keyFile]);
     daemons.push(daemon);
     const { webhookPort } = JSON.parse(await daemon.waitForLog(/spec-guard ready/)) as { webhookPort: number };
     const fingerprint = async () => (await servedCertificate(webhookPort)).fingerprint256;
