@@ -8,5 +8,6 @@ export { collectionPath, objectPath } from './resource-paths.js';
 export { coalesce } from './coalesce.js';
 export type { AdmissionRequest, AdmissionReview, AdmissionResponse, KubeObject, GroupVersionResource, Operation } from './types.js';
 export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
+export { Slots } from './slots.js';
 export { backoffMs } from './backoff.js';
 export { Resources, discover, serverVersion, type CallOptions } from './resources.js';

@@ -1,4 +1,4 @@
-import { isNotFound, KubeError, Resources, type EventRecorder, type KubeClient, type KubeObject } from '../kube/index.js';
+import { isNotFound, KubeError, Resources, type EventRecorder, type KubeClient, type KubeObject, type Slots } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { resourceName, RevertThrottle, type PatchOp, type RepairPlan, type Report, type Rule } from '../guard/index.js';
@@ -16,10 +16,9 @@ export interface Target {
   rule: Rule;
 }
 
-/** When the watch showed a version (ms), and when a repair slot took it. */
+/** When the watch showed a version (ms). */
 export interface Seen {
   at: number;
-  handledAt: number;
 }
 
 /** After executing a plan: done, or decide again on a fresh read (now, or after `afterMs`). */
@@ -35,6 +34,8 @@ export interface RepairerDeps {
   logger: Logger;
   /** Whether this replica leads now, as the lifecycle told the watcher. */
   leading: () => boolean;
+  /** The repairs' calls to the apiserver at once (a plan is made before its call waits for one). */
+  slots: Slots;
 }
 
 const DONE: Outcome = { again: false };
@@ -54,8 +55,8 @@ export class Repairer {
   constructor(private readonly d: RepairerDeps) {}
 
   /**
-   * `object`: the version the plan was made for; `attempt`: how often it was tried before;
-   * `seen.at`: when the watch showed it, `seen.handledAt`: when a repair slot took it.
+   * `object`: the version the plan was made for (what names it, at least); `attempt`: how
+   * often it was tried before; `seen.at`: when the watch showed it.
    */
   async execute(target: Target, object: KubeObject, plan: RepairPlan, seen: Seen, attempt: number): Promise<Outcome> {
     const { key } = target;
@@ -116,18 +117,19 @@ export class Repairer {
       this.record(object, { reason: 'SpecDriftFight', message: `Another writer keeps changing ${plan.changed.join(', ')}; spec-guard keeps reverting, each time after a longer wait (up to 5 min)` });
       this.d.logger.warn('another writer keeps changing a guarded object; reverts back off', { key });
     }
-    let sentAt = Date.now();
-    const outcome = await this.patch(target, object, plan.ops, 'revert', () => (sentAt = Date.now()));
+    let slotAt = Date.now();
+    let sentAt = slotAt;
+    const outcome = await this.patch(target, object, plan.ops, 'revert', { onSlot: () => (slotAt = Date.now()), onSent: () => (sentAt = Date.now()) });
     if (outcome.again || plan.ops.length === 0) return outcome;
     const now = Date.now();
     this.d.metrics.reverts.inc({ resource: label, result: 'reverted' });
     this.d.metrics.revertLatency.observe((now - seen.at) / 1000);
     this.record(object, plan.report);
-    // ms: since the watch showed the drift; of that, queuedMs: waiting for a repair slot,
+    // ms: since the watch showed the drift; of that, queuedMs: until a repair slot took it,
     // patchMs: the apiserver's answer to the revert, from the PATCH written to its connection
     // (a wait for one of the client's connections is spec-guard's own); attempt: tries before
     // this one (a conflict re-reads and decides again).
-    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seen.at, queuedMs: seen.handledAt - seen.at, patchMs: now - sentAt, attempt });
+    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seen.at, queuedMs: slotAt - seen.at, patchMs: now - sentAt, attempt });
     return DONE;
   }
 
@@ -135,15 +137,13 @@ export class Repairer {
    * Patches with a resourceVersion test. On a conflict the object is decided again on a
    * fresh read; other errors go to the queue, which retries with backoff.
    */
-  private async patch(target: Target, object: KubeObject, ops: PatchOp[], what: 'stamp' | 'restamp' | 'revert', onSent?: () => void): Promise<Outcome> {
+  private async patch(target: Target, object: KubeObject, ops: PatchOp[], what: 'stamp' | 'restamp' | 'revert', timing: { onSlot?: () => void; onSent?: () => void } = {}): Promise<Outcome> {
     if (ops.length === 0) return DONE;
     const meta = object.metadata!;
+    const resources = Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, meta.namespace);
+    const body = [{ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion }, ...ops];
     try {
-      await Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, meta.namespace).jsonPatchUnread(
-        meta.name!,
-        [{ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion }, ...ops],
-        { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000, onSent },
-      );
+      await this.d.slots.use(() => resources.jsonPatchUnread(meta.name!, body, { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000, onSent: timing.onSent }), timing.onSlot);
       return DONE;
     } catch (err) {
       if (isNotFound(err)) return DONE;
@@ -157,7 +157,8 @@ export class Repairer {
     const label = resourceName(target.group, target.resource);
     const namespace = (body.metadata as { namespace?: string }).namespace;
     try {
-      const created = await Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, namespace).create(body, { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000 });
+      const resources = Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, namespace);
+      const created = await this.d.slots.use(() => resources.create(body, { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000 }));
       this.d.metrics.recreates.inc({ resource: label, result: 'recreated' });
       this.record(created, report);
       this.d.logger.info('deleted object recreated', { key: target.key });

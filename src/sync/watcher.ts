@@ -1,4 +1,4 @@
-import { CALLS_IN_FLIGHT, collectionPath, Informer, Resources, WorkQueue, type EventRecorder, type InformerEvent, type KubeClient, type KubeObject } from '../kube/index.js';
+import { CALLS_IN_FLIGHT, collectionPath, Informer, Resources, Slots, WorkQueue, type EventRecorder, type InformerEvent, type KubeClient, type KubeObject } from '../kube/index.js';
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import {
@@ -21,6 +21,7 @@ import { NOT_SHOWN, shownVersion, type ShownVersion } from './shown-version.js';
 import type { CanonicalStore, Snapshot } from './store/index.js';
 import { StoreWriter } from './store-writer.js';
 import { TombstoneKeeper } from './tombstone-keeper.js';
+import { watchScopes, type WatchScope } from './watch-scopes.js';
 
 export interface WatcherDeps {
   kube: KubeClient;
@@ -47,15 +48,6 @@ export interface WatcherDeps {
   namespaces?: Pick<NamespaceLabelCache, 'get' | 'ensure' | 'onChange'>;
 }
 
-/** One list+watch: a resource, cluster-wide or in one namespace. */
-interface WatchScope {
-  group: string;
-  version: string;
-  resource: string;
-  /** Undefined: every namespace. */
-  namespace?: string;
-}
-
 interface WatchedResource extends WatchScope {
   /** Caches only each object's last version and the one it followed: enough to report a delete the watch missed and to order writes, small at 100,000 objects. */
   informer: Informer<KubeObject, ShownVersion>;
@@ -63,33 +55,21 @@ interface WatchedResource extends WatchScope {
   prefix: string;
 }
 
-/**
- * The watches the policy needs: per namespace when every rule of a resource names its
- * namespaces (so spec-guard needs no cluster-wide read, e.g. of Secrets), else one
- * cluster-wide watch.
- */
-export function watchScopes(policy: Policy): WatchScope[] {
-  const byResource = new Map<string, { group: string; version: string; resource: string; namespaces: Set<string> | undefined }>();
-  for (const rule of policy.rules) {
-    const { group, version, resource, namespaces } = rule.config;
-    const id = `${group}/${version}/${resource}`;
-    const current = byResource.get(id);
-    if (!current) byResource.set(id, { group, version, resource, namespaces: namespaces ? new Set(namespaces) : undefined });
-    else if (!namespaces) current.namespaces = undefined;
-    else namespaces.forEach((ns) => current.namespaces?.add(ns));
-  }
-  return [...byResource.values()].flatMap(({ namespaces, ...gvr }) =>
-    namespaces ? [...namespaces].map((namespace) => ({ ...gvr, namespace })) : [gvr],
-  );
-}
-
 /** Failed attempts at one version before it is given up (counted); the next event or resync brings it back. */
 const MAX_RETRIES = 10;
 /**
- * Objects repaired at once. In a burst each revert is one PATCH, which the busy apiserver
+ * The repairs' calls at once. In a burst each revert is one PATCH, which the busy apiserver
  * takes about 200 ms to answer (bench/revert); the client keeps a connection for each.
  */
 const CONCURRENT_REPAIRS = CALLS_IN_FLIGHT.repairs;
+/**
+ * Versions handled at once: planned as soon as the watch shows them, then waiting for one of
+ * the CONCURRENT_REPAIRS slots with no more than what names the object (releaseVersion). A
+ * version waiting in the queue holds the whole parsed object, which in a burst lived long
+ * enough to be promoted (bench/revert: half of the old generation's growth, and a major
+ * collection every 300 reverts). The revert coming back, in sync, waits for no call at all.
+ */
+const CONCURRENT_VERSIONS = CONCURRENT_REPAIRS * 8;
 /** How often the leader refreshes the repairs' connections: a third of the apiserver's 90 s idle timeout, so one skipped refresh (calls in flight) still keeps them. */
 const KEEP_CONNECTIONS_OPEN_MS = 30_000;
 
@@ -109,6 +89,8 @@ export class Watcher {
   private readonly namespaceQueue: WorkQueue<NamespaceWork>;
   private readonly writer: StoreWriter;
   private readonly repairer: Repairer;
+  /** The repairs' calls in flight (the repairer's patches and creates, the re-reads). */
+  private readonly slots = new Slots(CONCURRENT_REPAIRS);
   private stopped = false;
   /** Per resource (group/resource): since when its watch has run without a restart. */
   private readonly watchingSince = new Map<string, number>();
@@ -126,12 +108,12 @@ export class Watcher {
 
   constructor(private readonly d: WatcherDeps) {
     this.writer = new StoreWriter(d.store, d.cache, d.metrics, d.logger);
-    this.repairer = new Repairer({ ...d, writer: this.writer, leading: () => this.leading });
+    this.repairer = new Repairer({ ...d, writer: this.writer, leading: () => this.leading, slots: this.slots });
     this.tombstones = new TombstoneKeeper({ ...d, unsaved: (key) => this.writer.unsaved(key), watchingSince: (groupResource) => this.watchingSince.get(groupResource) });
     const onError = (key: string, err: unknown, retryInMs: number | undefined) =>
       d.logger.warn(retryInMs === undefined ? 'giving up on this version; the next event or resync brings it back' : 'handling failed; retrying', { key, retryInMs, error: (err as Error).message });
     this.queue = new WorkQueue<Pending | undefined>((key, work) => this.process(key, work), {
-      concurrency: CONCURRENT_REPAIRS,
+      concurrency: CONCURRENT_VERSIONS,
       maxRetries: MAX_RETRIES,
       onError,
       // A failed version is retried as it was, one attempt more, unless a newer one came.
@@ -289,21 +271,21 @@ export class Watcher {
   /** Handles the newest version of `key`; a failure is retried by the queue (unless a newer one came). */
   private async process(key: string, work: Pending | undefined): Promise<void> {
     if (!work) return;
-    const handledAt = Date.now();
     if (work.stale) {
       // Decided on a version that changed meanwhile (a conflict, a backoff): read it again.
       const { target } = work;
       const { namespace, name } = parseObjectKey(key);
-      const object = await Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, namespace).get(name);
+      const resources = Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, namespace);
+      const object = await this.slots.use(() => resources.get(name));
       if (!object) return;
       work = { ...work, stale: false, object };
     }
-    const outcome = await this.repair(work, handledAt);
+    const outcome = await this.repair(work);
     if (outcome.again) this.requeue(work, outcome.afterMs);
   }
 
   /** Plans one version (verifying the layers when the plan needs them), then executes the plan. */
-  private async repair(work: Pending, handledAt: number) {
+  private async repair(work: Pending) {
     const { target, object } = work;
     const deleted = work.type === 'DELETED';
     const uid = object.metadata?.uid;
@@ -332,7 +314,7 @@ export class Watcher {
       plan = planRepair({ ...input, layers, now: Date.now() });
     }
     if (plan.kind === 'revert') releaseVersion(work);
-    return this.repairer.execute(target, work.object, plan, { at: work.seenAt, handledAt }, work.attempt);
+    return this.repairer.execute(target, work.object, plan, { at: work.seenAt }, work.attempt);
   }
 
   /** Decides `key` again on a fresh read: now, or after `afterMs` (a backoff between reverts). */

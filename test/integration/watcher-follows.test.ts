@@ -1,12 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import jsonpatch from 'fast-json-patch';
 import { entryValues, type Layers } from '../../src/guard/index.js';
-import { EventRecorder, KubeError, type KubeClient, type KubeObject } from '../../src/kube/index.js';
-import { createLogger } from '../../src/log/index.js';
-import { Metrics } from '../../src/metrics/index.js';
-import { MemoryStore } from '../../src/sync/store/index.js';
-import { Watcher, type WatcherDeps } from '../../src/sync/watcher.js';
+import { KubeError, type KubeClient, type KubeObject } from '../../src/kube/index.js';
+import type { WatcherDeps } from '../../src/sync/watcher.js';
 import { context, keyOf, review, setTargetRevision, stamp } from '../helpers/admission.js';
+import { leadingWatcher } from '../helpers/watcher.js';
 
 const COLLECTION = '/apis/argoproj.io/v1alpha1/applications';
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
@@ -77,19 +75,7 @@ async function watching(deps: Partial<WatcherDeps> = {}) {
   api.revision = 105;
   const kube = api.asKube();
   const guardPeriodFrom110: Layers = { guard: { intact: true, since: '110', sinceTime: 0 }, stamp: { intact: false }, tombstone: { intact: false } };
-  const watcher = new Watcher({
-    kube,
-    policy: t.policy,
-    cache: t.cache,
-    store: new MemoryStore(),
-    stamper: t.stamper,
-    metrics: new Metrics(false),
-    logger: createLogger('error', () => undefined),
-    events: new EventRecorder(kube, 'test', () => undefined),
-    verifyLayers: async () => guardPeriodFrom110,
-    ...deps,
-  });
-  watcher.onLeadershipChange(true);
+  const watcher = leadingWatcher(t, kube, { verifyLayers: async () => guardPeriodFrom110, ...deps });
   await watcher.start();
   const key = keyOf(request);
   expect(t.cache.get(key)).toMatchObject({ resourceVersion: '100', knownAt: '105' });
