@@ -1,7 +1,7 @@
 import type { Logger } from '../log/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { confirms, expired, objectKey, parseObjectKey, reviewedName, TOMBSTONE_CONFIRM_MS, tombstoneOf, type Tombstone } from '../guard/index.js';
-import type { AdmissionRequest } from '../kube/index.js';
+import { coalesce, type AdmissionRequest } from '../kube/index.js';
 import type { CanonicalCache } from './cache.js';
 import type { CanonicalStore } from './store/index.js';
 
@@ -49,7 +49,15 @@ export class TombstoneKeeper {
   /** Set while this replica leads (lead() and follow()): only the leader sweeps and marks. */
   private sweepTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly d: TombstoneKeeperDeps) {}
+  /**
+   * The store's tombstones, read once for every lookup waiting meanwhile: a mass delete behind
+   * spec-guard's back is hundreds of lookups at once, all for the same Secret or file.
+   */
+  private readonly readStored: () => Promise<Map<string, Tombstone>>;
+
+  constructor(private readonly d: TombstoneKeeperDeps) {
+    this.readStored = coalesce(() => d.store.readTombstones());
+  }
 
   /** This replica leads: it sweeps every half confirmation window, and marks held tombstones. */
   lead(): void {
@@ -94,7 +102,7 @@ export class TombstoneKeeper {
     if (confirms(cached, uid) || !this.d.cache.get(key)) return cached;
     // Another replica admitted the delete: its tombstone is in the store.
     try {
-      return (await this.d.store.readTombstones()).get(key);
+      return (await this.readStored()).get(key);
     } catch (err) {
       this.d.metrics.storeErrors.inc({ operation: 'read-tombstone' });
       throw err;
