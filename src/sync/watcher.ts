@@ -63,11 +63,10 @@ const MAX_RETRIES = 10;
  */
 const CONCURRENT_REPAIRS = CALLS_IN_FLIGHT.repairs;
 /**
- * Versions handled at once: planned as soon as the watch shows them, then waiting for one of
- * the CONCURRENT_REPAIRS slots with no more than what names the object (releaseVersion). A
- * version waiting in the queue holds the whole parsed object, which in a burst lived long
- * enough to be promoted (bench/revert: half of the old generation's growth, and a major
- * collection every 300 reverts). The revert coming back, in sync, waits for no call at all.
+ * Versions handled at once: each planned as soon as the watch shows it, then, if it needs a
+ * call, waiting for one of the CONCURRENT_REPAIRS slots with no more than what names the
+ * object (releaseVersion). A version in sync (the revert coming back) or whose cache change
+ * precedes its call (a trusted write learned) does not wait behind the reverts in flight.
  */
 const CONCURRENT_VERSIONS = CONCURRENT_REPAIRS * 8;
 /** How often the leader refreshes the repairs' connections: a third of the apiserver's 90 s idle timeout, so one skipped refresh (calls in flight) still keeps them. */
