@@ -21,8 +21,11 @@ export interface Seen {
   at: number;
 }
 
-/** After executing a plan: done, or decide again on a fresh read (now, or after `afterMs`). */
-export type Outcome = { again: false } | { again: true; afterMs?: number };
+/**
+ * After executing a plan: done (`notSent`: its call was given up, this replica no longer
+ * leading), or decide again on a fresh read (now, or after `afterMs`).
+ */
+export type Outcome = { again: false; notSent?: true } | { again: true; afterMs?: number };
 
 export interface RepairerDeps {
   kube: KubeClient;
@@ -39,6 +42,9 @@ export interface RepairerDeps {
 }
 
 const DONE: Outcome = { again: false };
+const NOT_SENT: Outcome = { again: false, notSent: true };
+/** A call given up when its slot came: this replica no longer leads (the new leader relists and decides). */
+const NOT_LEADING = Symbol('not leading');
 const isRetryableConflict = (err: unknown) => err instanceof KubeError && (err.status === 409 || err.status === 422);
 
 /**
@@ -120,7 +126,7 @@ export class Repairer {
     let slotAt = Date.now();
     let sentAt = slotAt;
     const outcome = await this.patch(target, object, plan.ops, 'revert', { onSlot: () => (slotAt = Date.now()), onSent: () => (sentAt = Date.now()) });
-    if (outcome.again || plan.ops.length === 0) return outcome;
+    if (outcome.again || outcome.notSent || plan.ops.length === 0) return outcome;
     const now = Date.now();
     this.d.metrics.reverts.inc({ resource: label, result: 'reverted' });
     this.d.metrics.revertLatency.observe((now - seen.at) / 1000);
@@ -143,8 +149,8 @@ export class Repairer {
     const resources = Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, meta.namespace);
     const body = [{ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion }, ...ops];
     try {
-      await this.d.slots.use(() => resources.jsonPatchUnread(meta.name!, body, { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000, onSent: timing.onSent }), timing.onSlot);
-      return DONE;
+      const sent = await this.leadingCall(() => resources.jsonPatchUnread(meta.name!, body, { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000, onSent: timing.onSent }), timing.onSlot);
+      return sent === NOT_LEADING ? NOT_SENT : DONE;
     } catch (err) {
       if (isNotFound(err)) return DONE;
       if (isRetryableConflict(err)) return { again: true };
@@ -158,7 +164,8 @@ export class Repairer {
     const namespace = (body.metadata as { namespace?: string }).namespace;
     try {
       const resources = Resources.of<KubeObject>(this.d.kube, target.group, target.version, target.resource, namespace);
-      const created = await this.d.slots.use(() => resources.create(body, { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000 }));
+      const created = await this.leadingCall(() => resources.create(body, { query: { fieldManager: SPEC_GUARD }, timeoutMs: 10_000 }));
+      if (created === NOT_LEADING) return NOT_SENT;
       this.d.metrics.recreates.inc({ resource: label, result: 'recreated' });
       this.record(created, report);
       this.d.logger.info('deleted object recreated', { key: target.key });
@@ -168,6 +175,14 @@ export class Repairer {
       this.d.metrics.recreates.inc({ resource: label, result: 'error' });
       throw new Error(`recreate failed: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * A write once one of the repairs' slots is free, if this replica still leads then: a plan
+   * is made when the watch shows a version, and the lease may be lost while its call waits.
+   */
+  private leadingCall<T>(send: () => Promise<T>, onSlot?: () => void): Promise<T | typeof NOT_LEADING> {
+    return this.d.slots.use(async () => (this.d.leading() ? send() : NOT_LEADING), onSlot);
   }
 
   private record(object: KubeObject, report: Report): void {
