@@ -82,7 +82,7 @@ async function burstHeldAtTheApiserver() {
     setTargetRevision(drifted, `drift-${i}`);
     api.write(drifted);
   }
-  for (let i = 0; i < 200 && api.inFlight < CALLS_IN_FLIGHT.repairs; i++) await tick();
+  for (let i = 0; i < 1000 && api.inFlight < CALLS_IN_FLIGHT.repairs; i++) await tick();
   expect(api.inFlight).toBe(CALLS_IN_FLIGHT.repairs);
   const drifted = () => [...api.objects.values()].filter((o) => JSON.stringify(o.spec).includes('"drift-'));
   /** Answers PATCHes as they come until no drift is left or `tries` ticks passed. */
@@ -105,7 +105,7 @@ describe('the watcher’s calls to the apiserver in a burst of drifts', () => {
       const statusOnly = structuredClone(api.objects.get(last)!);
       statusOnly.status = { sync: { status: 'Synced' } };
       api.write(statusOnly);
-      for (let i = 0; i < 100 && t.cache.get(keyOfName(last))?.resourceVersion !== String(api.revision); i++) await tick();
+      for (let i = 0; i < 400 && t.cache.get(keyOfName(last))?.resourceVersion !== String(api.revision); i++) await tick();
       expect(t.cache.get(keyOfName(last))?.resourceVersion).toBe(String(api.revision));
       // The apiserver answers: every drift is reverted, never more calls at once than the share.
       await answerAll();
