@@ -16,11 +16,6 @@ export interface Target {
   rule: Rule;
 }
 
-/** When the watch showed a version (ms). */
-export interface Seen {
-  at: number;
-}
-
 /**
  * After executing a plan: done (`notSent`: its call was given up, this replica no longer
  * leading), or decide again on a fresh read (now, or after `afterMs`).
@@ -62,9 +57,9 @@ export class Repairer {
 
   /**
    * `object`: the version the plan was made for (what names it, at least); `attempt`: how
-   * often it was tried before; `seen.at`: when the watch showed it.
+   * often it was tried before; `seenAt`: when the watch showed it (ms).
    */
-  async execute(target: Target, object: KubeObject, plan: RepairPlan, seen: Seen, attempt: number): Promise<Outcome> {
+  async execute(target: Target, object: KubeObject, plan: RepairPlan, seenAt: number, attempt: number): Promise<Outcome> {
     const { key } = target;
     const label = resourceName(target.group, target.resource);
     if (plan.drifted !== undefined) this.setDrifted(target, plan.drifted);
@@ -106,13 +101,13 @@ export class Repairer {
         }
         return this.patch(target, object, plan.stamp, plan.purpose);
       case 'revert':
-        return this.revert(target, object, plan, seen, attempt);
+        return this.revert(target, object, plan, seenAt, attempt);
       case 'recreate':
         return this.recreate(target, plan.body, plan.report);
     }
   }
 
-  private async revert(target: Target, object: KubeObject, plan: Extract<RepairPlan, { kind: 'revert' }>, seen: Seen, attempt: number): Promise<Outcome> {
+  private async revert(target: Target, object: KubeObject, plan: Extract<RepairPlan, { kind: 'revert' }>, seenAt: number, attempt: number): Promise<Outcome> {
     const { key } = target;
     const label = resourceName(target.group, target.resource);
     const { waitMs, fightStarted } = this.throttle.decide(key, Date.now());
@@ -129,13 +124,13 @@ export class Repairer {
     if (outcome.again || outcome.notSent || plan.ops.length === 0) return outcome;
     const now = Date.now();
     this.d.metrics.reverts.inc({ resource: label, result: 'reverted' });
-    this.d.metrics.revertLatency.observe((now - seen.at) / 1000);
+    this.d.metrics.revertLatency.observe((now - seenAt) / 1000);
     this.record(object, plan.report);
     // ms: since the watch showed the drift; of that, queuedMs: until a repair slot took it,
     // patchMs: the apiserver's answer to the revert, from the PATCH written to its connection
     // (a wait for one of the client's connections is spec-guard's own); attempt: tries before
     // this one (a conflict re-reads and decides again).
-    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seen.at, queuedMs: slotAt - seen.at, patchMs: now - sentAt, attempt });
+    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seenAt, queuedMs: slotAt - seenAt, patchMs: now - sentAt, attempt });
     return DONE;
   }
 

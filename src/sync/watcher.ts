@@ -313,7 +313,7 @@ export class Watcher {
       plan = planRepair({ ...input, layers, now: Date.now() });
     }
     if (plan.kind === 'revert') releaseVersion(work);
-    return this.repairer.execute(target, work.object, plan, { at: work.seenAt }, work.attempt);
+    return this.repairer.execute(target, work.object, plan, work.seenAt, work.attempt);
   }
 
   /** Decides `key` again on a fresh read: now, or after `afterMs` (a backoff between reverts). */
