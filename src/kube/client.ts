@@ -3,7 +3,7 @@ import https from 'node:https';
 import { createSecureContext } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { delimiter } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { parse } from 'yaml';
 import { parseJson } from './json.js';
 
