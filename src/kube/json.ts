@@ -49,8 +49,17 @@ export function mayHoldLongInteger(text: string): boolean {
   return false;
 }
 
+/**
+ * Has this process made an exact number yet? Only `revive` makes them, and only for a text
+ * that held an integer beyond 2^53, which guarded objects seldom do: until then no value is
+ * one, and `isRawNumber`, which the comparisons ask of every value they walk, is a load
+ * instead of a call (a tenth of an untrusted write's decision).
+ */
+let exactNumbersMade = false;
+
 function revive(_key: string, value: unknown, context?: { source?: string }): unknown {
   if (typeof value === 'number' && !Number.isSafeInteger(value) && context?.source && INTEGER.test(context.source)) {
+    exactNumbersMade = true;
     return exact.rawJSON!(context.source);
   }
   return value;
@@ -62,7 +71,7 @@ export function parseJson(text: string): unknown {
 }
 
 /** Is `value` an exact number kept as its JSON text? */
-export const isRawNumber: (value: unknown) => boolean = exactNumbersSupported ? (v) => exact.isRawJSON!(v) : () => false;
+export const isRawNumber = (value: unknown): boolean => exactNumbersMade && exact.isRawJSON!(value);
 
 /** A deep copy that keeps exact numbers (structuredClone cannot copy them: they are frozen raw JSON). */
 export const cloneJson = <T>(value: T): T => (value === undefined ? value : (parseJson(JSON.stringify(value)) as T));

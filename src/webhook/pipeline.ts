@@ -100,7 +100,9 @@ export function observeDecision(metrics: Metrics, logger: Logger, webhook: Webho
 
 function logDecision(logger: Logger, webhook: Webhook, req: AdmissionRequest, decision: Decision): void {
   const important = decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned' || decision.reason === 'break-glass';
-  if (!important && !logger.enabled('debug')) return;
+  const breakGlass = decision.kind === 'allow' && decision.reason === 'break-glass';
+  // The line's fields are built only when it is written (a refusal at level warn is not).
+  if (!logger.enabled(breakGlass ? 'warn' : important ? 'info' : 'debug')) return;
   const fields = {
     uid: req.uid,
     webhook,
@@ -111,7 +113,7 @@ function logDecision(logger: Logger, webhook: Webhook, req: AdmissionRequest, de
     changed: decision.kind === 'deny' ? decision.changed : undefined,
     dryRun: req.dryRun || undefined,
   };
-  if (decision.kind === 'allow' && decision.reason === 'break-glass') logger.warn('admission decision: break glass', fields);
+  if (breakGlass) logger.warn('admission decision: break glass', fields);
   else if (important) logger.info('admission decision', fields);
   else logger.debug('admission decision', fields);
 }

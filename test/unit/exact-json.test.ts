@@ -12,6 +12,16 @@ describe('numbers as the apiserver stores them (int64, beyond 2^53)', () => {
     expect(JSON.parse('9007199254740993')).toBe(9007199254740992); // what plain JSON.parse does
   });
 
+  it('only a parsed long integer is an exact number: an object written to look like one is not', () => {
+    const posing = parseJson('{"n":{"rawJSON":"9007199254740993"},"m":12}') as Record<string, unknown>;
+    expect(isRawNumber(posing.n)).toBe(false);
+    expect(isRawNumber(posing.m)).toBe(false);
+    const exact = (parseJson('{"a":9007199254740993}') as Record<string, unknown>).a;
+    expect(isRawNumber(exact)).toBe(true);
+    expect(isRawNumber(posing.n)).toBe(false);
+    expect(isRawNumber({ rawJSON: '9007199254740993' })).toBe(false);
+  });
+
   it('canonical JSON and the diff tell neighbours apart, also in unsorted objects', () => {
     const before = parseJson('{"z":1,"a":{"n":9007199254740992}}');
     const after = parseJson('{"z":1,"a":{"n":9007199254740993}}');
