@@ -99,11 +99,12 @@ export function observeDecision(metrics: Metrics, logger: Logger, webhook: Webho
 }
 
 function logDecision(logger: Logger, webhook: Webhook, req: AdmissionRequest, decision: Decision): void {
-  const important = decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned' || decision.reason === 'break-glass';
   const breakGlass = decision.kind === 'allow' && decision.reason === 'break-glass';
+  const important = decision.kind === 'deny' || decision.reason === 'rewritten' || decision.reason === 'warned';
+  const level = breakGlass ? 'warn' : important ? 'info' : 'debug';
   // The line's fields are built only when it is written (a refusal at level warn is not).
-  if (!logger.enabled(breakGlass ? 'warn' : important ? 'info' : 'debug')) return;
-  const fields = {
+  if (!logger.enabled(level)) return;
+  logger[level](breakGlass ? 'admission decision: break glass' : 'admission decision', {
     uid: req.uid,
     webhook,
     operation: req.operation,
@@ -112,8 +113,5 @@ function logDecision(logger: Logger, webhook: Webhook, req: AdmissionRequest, de
     decision: decision.kind === 'deny' ? 'deny' : decision.reason,
     changed: decision.kind === 'deny' ? decision.changed : undefined,
     dryRun: req.dryRun || undefined,
-  };
-  if (breakGlass) logger.warn('admission decision: break glass', fields);
-  else if (important) logger.info('admission decision', fields);
-  else logger.debug('admission decision', fields);
+  });
 }
