@@ -58,6 +58,8 @@ export interface Unattributed {
   changed: string[];
   action: string;
   report: Report;
+  /** Reported by the revert that undoes it, as its one Event and log line, once it landed (withUnattributed). */
+  byRevert?: true;
 }
 
 interface PlanBase {
@@ -161,9 +163,20 @@ function planVersion(input: RepairInput): RepairPlan {
           : plan.action === 'learn'
             ? keep(input, plan.entry, true)
             : revertOrWarn(input, plan.entry, obs.changed, plan.attribution);
-      return { ...planned, unattributed: report };
+      return withUnattributed(planned, report);
     }
   }
+}
+
+/**
+ * `plan` with the unattributed change it acts on. A revert reports the change as its own
+ * Event (UnattributedChange, whose message says it was reverted) and log line once it landed:
+ * one Event and one line per drift instead of two saying the same, in the blind window where
+ * reverts come in bursts. A recreate keeps both: its Event names the new object.
+ */
+function withUnattributed(plan: RepairPlan, report: Unattributed | undefined): RepairPlan {
+  if (report && plan.kind === 'revert') return { ...plan, report: report.report, unattributed: { ...report, byRevert: true } };
+  return { ...plan, unattributed: report };
 }
 
 /**
@@ -243,7 +256,7 @@ function planEscape(input: RepairInput): RepairPlan {
   }
   const moveBack = selectionRestoreOps(input.selectionKeys, { labels: entry.labels, annotations: entry.annotations }, object.metadata ?? {});
   const changed = [...rule.view.changedPointers(entryValues(entry), object), SELECTION];
-  return { ...revertOrWarn(input, entry, changed, attribution, moveBack), unattributed: report };
+  return withUnattributed(revertOrWarn(input, entry, changed, attribution, moveBack), report);
 }
 
 function planDelete(input: RepairInput): RepairPlan {

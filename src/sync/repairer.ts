@@ -65,10 +65,12 @@ export class Repairer {
     if (plan.drifted !== undefined) this.setDrifted(target, plan.drifted);
     if (plan.detected && attempt === 0) this.d.metrics.driftDetected.inc({ source: 'watch', resource: label });
     if (plan.unattributed) {
-      const { change, changed, action, report } = plan.unattributed;
+      const { change, changed, action, report, byRevert } = plan.unattributed;
       this.d.metrics.unattributed.inc({ resource: label, change, action });
-      this.record(object, report);
-      this.d.logger.warn('unattributed change in a blind window', { key, change, changed, action });
+      if (!byRevert) {
+        this.record(object, report);
+        this.d.logger.warn('unattributed change in a blind window', { key, change, changed, action });
+      }
     }
     switch (plan.kind) {
       case 'verify-layers':
@@ -130,7 +132,9 @@ export class Repairer {
     // patchMs: the apiserver's answer to the revert, from the PATCH written to its connection
     // (a wait for one of the client's connections is spec-guard's own); attempt: tries before
     // this one (a conflict re-reads and decides again).
-    this.d.logger.info('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seenAt, queuedMs: slotAt - seenAt, patchMs: now - sentAt, attempt });
+    // A change made in a blind window is reported by this line (a warning) and this Event alone.
+    const level = plan.unattributed?.byRevert ? 'warn' : 'info';
+    this.d.logger[level]('drift reverted', { key, changed: plan.changed, attribution: plan.attribution, ms: now - seenAt, queuedMs: slotAt - seenAt, patchMs: now - sentAt, attempt });
     return DONE;
   }
 

@@ -5,6 +5,7 @@ import { KubeError, type KubeClient, type KubeObject } from '../../src/kube/inde
 import type { WatcherDeps } from '../../src/sync/watcher.js';
 import { context, keyOf, review, setTargetRevision, stamp } from '../helpers/admission.js';
 import { leadingWatcher } from '../helpers/watcher.js';
+import { createLogger } from '../../src/log/index.js';
 
 const COLLECTION = '/apis/argoproj.io/v1alpha1/applications';
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
@@ -18,6 +19,7 @@ class FakeApiserver {
   revision = 0;
   object!: KubeObject;
   readonly patches: unknown[][] = [];
+  readonly events: Array<{ reason: string; message: string }> = [];
   private compactedAt = 0;
   private watchers: Array<(event: unknown) => void> = [];
   private ends: Array<(err: Error) => void> = [];
@@ -46,7 +48,10 @@ class FakeApiserver {
           this.write(jsonpatch.applyPatch(structuredClone(this.object), ops, true).newDocument, this.revision + 1);
           return undefined;
         }
-        if (method === 'POST' && path.endsWith('/events')) return undefined;
+        if (method === 'POST' && path.endsWith('/events')) {
+          this.events.push(options.body as { reason: string; message: string });
+          return undefined;
+        }
         throw new Error(`unexpected ${method} ${path}`);
       },
       stream: (_path: string, query: Record<string, string | undefined>, onLine: (event: unknown) => void, signal: AbortSignal) =>
@@ -131,5 +136,25 @@ describe('the watcher with the guard layer known out of force', () => {
     expect(revisionOf(t, key)).not.toBe('v2-from-the-agent');
     expect(verifications).toBe(0);
     expect(viewsBeforeRevert).toBe(1);
+  });
+});
+
+describe('a drift reverted in a blind window', () => {
+  it('is reported once: one UnattributedChange Event that says it was reverted, one "drift reverted" warning (not a second Event and line saying the same)', async () => {
+    const blind: Layers = { guard: { intact: false }, stamp: { intact: false }, tombstone: { intact: false } };
+    const lines: Array<{ level: string; msg: string; key?: string }> = [];
+    const logger = createLogger('info', (line) => void lines.push(JSON.parse(line)));
+    const { api, key, watcher, written } = await watching({ verifyLayers: async () => blind, layersIfGuardBroken: () => blind, logger });
+    api.write(written, 120);
+    for (let i = 0; i < 200 && (api.patches.length === 0 || api.events.length === 0); i++) await tick();
+    await tick(50);
+    await watcher.stop();
+    expect(api.patches).toHaveLength(1);
+    expect(api.events.map((e) => e.reason)).toEqual(['UnattributedChange']);
+    expect(api.events[0]!.message).toContain('/spec/source/targetRevision');
+    expect(api.events[0]!.message).toContain('reverted (blindWindow.changes: revert)');
+    const about = lines.filter((l) => l.key === key);
+    expect(about.map((l) => [l.level, l.msg])).toEqual([['warn', 'drift reverted']]);
+    expect(about[0]).toMatchObject({ attribution: 'unattributed' });
   });
 });

@@ -95,7 +95,9 @@ describe('the repair plan (pure: what the watcher does about one version)', () =
     const { t, object, key, entry } = setup();
     const changed = aliceChange(object);
     const plan = planRepair(input(t, key, changed, entry, { layers: layers() }));
-    expect(plan).toMatchObject({ kind: 'revert', attribution: 'unattributed', unattributed: { change: 'update', action: 'revert', report: { reason: 'UnattributedChange' } } });
+    expect(plan).toMatchObject({ kind: 'revert', attribution: 'unattributed', unattributed: { change: 'update', action: 'revert', report: { reason: 'UnattributedChange' }, byRevert: true } });
+    // Reported once, by the revert: its one Event is the UnattributedChange, which says it was reverted.
+    expect(plan.kind === 'revert' && plan.report).toEqual({ reason: 'UnattributedChange', message: expect.stringContaining('it cannot be attributed; reverted (blindWindow.changes: revert)') });
     const accepting = setup('mode: enforce\nblindWindow: {changes: accept}');
     expect(planRepair(input(accepting.t, key, aliceChange(accepting.object), accepting.entry))).toEqual({ kind: 'verify-layers' });
     expect(planRepair(input(accepting.t, key, aliceChange(accepting.object), accepting.entry, { layers: layers() }))).toMatchObject({ kind: 'keep', unattributed: { action: 'learn' } });
