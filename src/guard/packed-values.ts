@@ -20,8 +20,9 @@ export class PackedValues {
     readonly digest: string,
   ) {}
 
-  static of(json: string): PackedValues {
-    return new PackedValues(deflateRawSync(json, { level: 1 }).toString('latin1'), digestOf(json));
+  /** `digest`: the text's, when the caller has it already. */
+  static of(json: string, digest = digestOf(json)): PackedValues {
+    return new PackedValues(deflateRawSync(json, { level: 1 }).toString('latin1'), digest);
   }
 
   get json(): string {
@@ -41,8 +42,9 @@ export type ValuesJson = string | PackedValues;
 
 export const valuesText = (values: ValuesJson): string => (typeof values === 'string' ? values : values.json);
 
-/** The packed form of `json`, or `known` when it holds the same text (one copy kept, nothing deflated). */
+/** The packed form of `json`, or `known` when it holds the same text (one copy kept, nothing deflated; the text hashed once either way). */
 export function packValues(json: string, known?: ValuesJson): PackedValues {
-  if (known instanceof PackedValues && known.digest === digestOf(json)) return known;
-  return PackedValues.of(json);
+  const digest = digestOf(json);
+  if (known instanceof PackedValues && known.digest === digest) return known;
+  return PackedValues.of(json, digest);
 }
