@@ -25,9 +25,5 @@ LABEL org.opencontainers.image.title="spec-guard" \
       org.opencontainers.image.source="https://github.com/spec-guard/spec-guard"
 USER 65532:65532
 EXPOSE 8443 8080
-# The old generation is collected no earlier than at 64 MB (V8 lets it grow 1.3 times what
-# survived, under the 256 MB cap the manifests give it): a small install's 25-35 MB heap was
-# marked several times in each burst of reverts. docs/decisions.md, "A floor for the old
-# generation"; not allowed in NODE_OPTIONS, so it is given here.
-ENTRYPOINT ["/nodejs/bin/node", "--initial-old-space-size=64", "dist/src/cli.js"]
+ENTRYPOINT ["/nodejs/bin/node", "dist/src/cli.js"]
 CMD ["serve", "--config", "/etc/spec-guard/config.yaml"]

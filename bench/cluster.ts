@@ -10,7 +10,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KeyPair } from '../src/certs/index.js';
 import { KubeClient } from '../src/kube/index.js';
-import { ENTRYPOINT_FLAGS } from './shipped-options.js';
 
 export const root = fileURLToPath(new URL('../../', import.meta.url));
 const cli = fileURLToPath(new URL('../src/cli.js', import.meta.url));
@@ -107,7 +106,7 @@ export async function spawnSpecGuard(selfKubeconfig: string, config: string, ext
   const child = spawn(
     process.execPath,
     // As shipped: reviews only from the apiserver's front-proxy certificate, checked against the CA it publishes.
-    [...ENTRYPOINT_FLAGS, cli, 'serve', '--config', config, '--kubeconfig', selfKubeconfig, '--namespace', 'spec-guard', '--client-ca-from-cluster', '--bind-address', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--webhook-url', `https://127.0.0.1:${port}`, ...extra],
+    [cli, 'serve', '--config', config, '--kubeconfig', selfKubeconfig, '--namespace', 'spec-guard', '--client-ca-from-cluster', '--bind-address', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--webhook-url', `https://127.0.0.1:${port}`, ...extra],
     { stdio: ['ignore', 'ignore', log], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
   );
   closeSync(log);

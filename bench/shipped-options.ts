@@ -8,11 +8,8 @@ export const SHIPPED_OPTIONS = readFileSync(new URL('../../manifests/base/deploy
   .match(/name: NODE_OPTIONS\s+value: (.+)/)![1]!
   .trim();
 
-/** The Node.js flags the image's entrypoint gives (those NODE_OPTIONS does not allow), before the script. */
-export const ENTRYPOINT_FLAGS = (JSON.parse(/^ENTRYPOINT (.*)$/m.exec(readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8'))![1]!) as string[]).filter((arg) => arg.startsWith('--'));
-
-/** The command line's form of what the container runs with: the entrypoint's flags and NODE_OPTIONS (plain flags, no quoting). */
-export const shippedFlags = (options = SHIPPED_OPTIONS): string[] => [...ENTRYPOINT_FLAGS, ...options.split(/\s+/).filter(Boolean)];
+/** The command-line form of NODE_OPTIONS (no quoting: the shipped options are plain flags). */
+export const shippedFlags = (options = SHIPPED_OPTIONS): string[] => options.split(/\s+/).filter(Boolean);
 
 /** A process's resident set, in MiB, as Linux reports it (`field`: VmRSS now, VmHWM its peak). */
 export const residentMb = (pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number =>

@@ -49,8 +49,7 @@ describe('spec-guard CLI', () => {
       expect({ command, flags: flags(byCommand.get(command) ?? '') }).toEqual({ command, flags: flags(runCli([command, '--help']).stdout) });
     }
     // The image has no spec-guard on its PATH: NOTES.txt runs the CLI as the image's entrypoint does.
-    // Its Node.js flags (the heap's) are the server's: a one-off command needs none.
-    const entrypoint = (JSON.parse(/^ENTRYPOINT (.*)$/m.exec(readFileSync(new URL('Dockerfile', root), 'utf8'))![1]!) as string[]).filter((arg) => !arg.startsWith('--')).join(' ');
+    const entrypoint = (JSON.parse(/^ENTRYPOINT (.*)$/m.exec(readFileSync(new URL('Dockerfile', root), 'utf8'))![1]!) as string[]).join(' ');
     const notes = readFileSync(new URL('charts/spec-guard/templates/NOTES.txt', root), 'utf8');
     const install = readFileSync(new URL('docs/install.md', root), 'utf8');
     for (const text of [notes, install]) {
