@@ -1,5 +1,5 @@
 // bench/apiserver-overhead: latency of Application UPDATEs through a real kube-apiserver,
-// side by side in one run, under eight admission set-ups:
+// side by side in one run, under nine admission set-ups:
 //   none                 no admission object
 //   policy               spec-guard's ValidatingAdmissionPolicy and binding only (layer 0)
 //   policy + spec-guard  everything spec-guard registers, spec-guard serving
@@ -14,6 +14,11 @@
 //   spec-guard webhook   spec-guard's admission alone (serve --standalone: no watcher, no policy),
 //                        registered as the Go webhooks are: the webhook against equal work, apart
 //                        from what its watcher takes of the two cores the apiserver runs on
+//   Go + policy + watch  Go + stamp patch, with spec-guard's policy registered and a watch of the
+//                        Applications kept by another Go process (bench/go-reverter following every
+//                        change): what the apiserver and the two cores pay for a guard that keeps
+//                        spec-guard's promises (a layer that holds while the webhook is away, a watch
+//                        that reverts), the webhook and the watch written in Go
 // Writes: untrusted spec changes (denied), the agent's trusted spec updates (admitted; stamped by
 // spec-guard) back to back and then paced, and the agent's updates that change nothing (its
 // annotations replace the object's: a no-op for the apiserver unless admission changes the
@@ -33,7 +38,7 @@ import { renderAdmissionObjects } from '../src/registration/index.js';
 import { Policy } from '../src/guard/index.js';
 import { AGENT, ALICE, APPS, adminClient, answers, application, controlPlaneDown, controlPlanePids, controlPlaneUp, freePort, metricsOf, percentile, releaseLease, sleep, startSpecGuard, type RunningSpecGuard } from './cluster.js';
 import { processCpuMicros } from './process-cpu.js';
-import { buildGoWebhook, GO_TRUSTED_USER } from './go-peer.js';
+import { buildGoReverter, buildGoWebhook, followApplications, GO_TRUSTED_USER } from './go-peer.js';
 import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
 
 const WRITERS = 8;
@@ -117,13 +122,21 @@ async function unchangedWrites(kube: KubeClient) {
  * round trip as the apiserver sees it), from its own metrics (whoever serves it). A write is
  * admitted once per attempt to store it: the apiserver first tries the object its watch cache
  * holds, and when that is behind (the writer's previous write not seen there yet) it reads etcd
- * and runs admission again. More calls than writes is the apiserver's doing.
+ * and runs admission again. More calls than writes is the apiserver's doing. With them, every
+ * request it served so far, by verb and resource: what each set-up asks of it beside the writes.
  */
-function stampWebhookCalls(admin: string): { calls: number; seconds: number } {
+function apiserverCounts(admin: string): { calls: number; seconds: number; requests: Map<string, number> } {
   const text = execFileSync('kubectl', ['--kubeconfig', admin, 'get', '--raw', '/metrics'], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
-  const total = { calls: 0, seconds: 0 };
+  const total = { calls: 0, seconds: 0, requests: new Map<string, number>() };
   for (const [, series, labels, value] of text.matchAll(/^apiserver_admission_webhook_admission_duration_seconds_(count|sum)\{([^}]*)\} (\S+)$/gm)) {
     if (labels!.includes('name="stamp.spec-guard.io"')) total[series === 'count' ? 'calls' : 'seconds'] += Number(value);
+  }
+  // Every request the apiserver served, by verb and resource: beyond the bench's own writes, what the set-up asks of it.
+  for (const [, labels, value] of text.matchAll(/^apiserver_request_total\{([^}]*)\} (\S+)$/gm)) {
+    const label = (name: string) => new RegExp(`\\b${name}="([^"]*)"`).exec(labels!)?.[1] ?? '';
+    if (!label('resource')) continue; // the bench's reads of /metrics
+    const key = `${label('verb')} ${label('resource')}${label('subresource') ? `/${label('subresource')}` : ''}`;
+    total.requests.set(key, (total.requests.get(key) ?? 0) + Number(value));
   }
   return total;
 }
@@ -141,6 +154,8 @@ interface Figures {
   /** The stamp webhook's calls during the trusted writes, and the seconds the apiserver timed them. */
   stampCalls: number;
   stampSeconds: number;
+  /** The apiserver's requests during the trusted writes, by verb and resource (the writes themselves among them). */
+  requests: Map<string, number>;
   /** CPU during the trusted writes: the apiserver's, and the process serving the webhooks (its watcher too, for spec-guard). */
   apiserverCpuMicros: number;
   serverCpuMicros: number;
@@ -203,6 +218,7 @@ async function main(): Promise<void> {
   const overHttp1 = webhooksAt(goHttp1.port);
   const bareWebhooks = webhooksAt(bare.port);
   const standaloneWebhooks = webhooksAt(standalone.port);
+  const goReverter = buildGoReverter();
   await answering(bare.port);
   await answering(standalone.port);
   const apiserverPid = controlPlanePids(admin)['kube-apiserver'];
@@ -215,13 +231,15 @@ async function main(): Promise<void> {
   let specGuard: RunningSpecGuard | undefined;
   /** spec-guard's /mutate reviews of its trusted writes, summed over the rounds (its CPU is the set-up's, in Figures). */
   const own = { reviews: 0, seconds: 0 };
-  /** Each set-up: how it is put in place (returning how it is taken away), and the process serving its webhooks, if any. */
-  const setups: Array<{ name: string; up: () => Promise<() => Promise<void>>; server?: () => number | undefined }> = [
+  /** The Go watch of `Go + policy + watch`, while that set-up runs. */
+  let goWatch: ChildProcess | undefined;
+  /** Each set-up: how it is put in place (returning how it is taken away), and the processes serving its webhooks and watch, if any (their CPU is counted together). */
+  const setups: Array<{ name: string; up: () => Promise<() => Promise<void>>; server?: () => Array<number | undefined> }> = [
     { name: 'none', up: async () => async () => undefined },
     { name: 'policy', up: async () => (await register(kube, layer0), async () => clear(kube)) },
     {
       name: 'policy + spec-guard',
-      server: () => specGuard?.child.pid,
+      server: () => [specGuard?.child.pid],
       up: async () => {
         await releaseLease(kube);
         const sg = await startSpecGuard(self, configFile, [], SHIPPED_OPTIONS);
@@ -233,11 +251,25 @@ async function main(): Promise<void> {
         };
       },
     },
-    { name: 'Go webhook', server: () => go.pid, up: async () => (await register(kube, webhooksOnly), async () => clear(kube)) },
-    { name: 'Go + stamp patch', server: () => goPatch.pid, up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
-    { name: 'Go, HTTP/1.1 + patch', server: () => goHttp1.pid, up: async () => (await register(kube, overHttp1), async () => clear(kube)) },
-    { name: 'bare Node.js webhook', server: () => bare.pid, up: async () => (await register(kube, bareWebhooks), async () => clear(kube)) },
-    { name: 'spec-guard webhook', server: () => standalone.pid, up: async () => (await register(kube, standaloneWebhooks), async () => clear(kube)) },
+    { name: 'Go webhook', server: () => [go.pid], up: async () => (await register(kube, webhooksOnly), async () => clear(kube)) },
+    { name: 'Go + stamp patch', server: () => [goPatch.pid], up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
+    { name: 'Go, HTTP/1.1 + patch', server: () => [goHttp1.pid], up: async () => (await register(kube, overHttp1), async () => clear(kube)) },
+    { name: 'bare Node.js webhook', server: () => [bare.pid], up: async () => (await register(kube, bareWebhooks), async () => clear(kube)) },
+    { name: 'spec-guard webhook', server: () => [standalone.pid], up: async () => (await register(kube, standaloneWebhooks), async () => clear(kube)) },
+    {
+      name: 'Go + policy + watch',
+      server: () => [goPatch.pid, goWatch?.pid],
+      up: async () => {
+        await register(kube, { ...layer0, ...stampPatching });
+        const watch = await followApplications(goReverter, self);
+        goWatch = watch;
+        return async () => {
+          goWatch = undefined;
+          watch.kill();
+          await clear(kube);
+        };
+      },
+    },
   ];
   const results = new Map<string, Figures>();
   try {
@@ -248,12 +280,13 @@ async function main(): Promise<void> {
         await writes(kube, AGENT, 'warm');
         const untrusted = await writes(kube, ALICE, `r${round}`);
         const before = specGuard && (await ownPart(specGuard));
-        const callsBefore = stampWebhookCalls(admin);
-        const server = setup.server?.();
-        const cpuBefore = { apiserver: processCpuMicros(apiserverPid), server: server ? processCpuMicros(server) : 0 };
+        const callsBefore = apiserverCounts(admin);
+        const servers = setup.server?.() ?? [];
+        const serversCpu = () => servers.reduce<number>((sum, pid) => sum + (pid ? processCpuMicros(pid) : 0), 0);
+        const cpuBefore = { apiserver: processCpuMicros(apiserverPid), server: serversCpu() };
         const trusted = await writes(kube, AGENT, `r${round}`);
-        const cpuAfter = { apiserver: processCpuMicros(apiserverPid), server: server ? processCpuMicros(server) : 0 };
-        const callsAfter = stampWebhookCalls(admin);
+        const cpuAfter = { apiserver: processCpuMicros(apiserverPid), server: serversCpu() };
+        const callsAfter = apiserverCounts(admin);
         if (specGuard && before) {
           const after = await ownPart(specGuard);
           own.reviews += after.reviews - before.reviews;
@@ -262,11 +295,15 @@ async function main(): Promise<void> {
         const paced = await writes(kube, AGENT, `p${round}`, PACED_EVERY_MS);
         const unchanged = await unchangedWrites(kube);
         await down();
-        const r = results.get(setup.name) ?? { untrusted: [], trusted: [], paced: [], refused: 0, unchanged: [], newVersions: 0, counted: 0, stampCalls: 0, stampSeconds: 0, apiserverCpuMicros: 0, serverCpuMicros: 0 };
+        const r = results.get(setup.name) ?? { untrusted: [], trusted: [], paced: [], refused: 0, unchanged: [], newVersions: 0, counted: 0, stampCalls: 0, stampSeconds: 0, requests: new Map<string, number>(), apiserverCpuMicros: 0, serverCpuMicros: 0 };
         r.apiserverCpuMicros += cpuAfter.apiserver - cpuBefore.apiserver;
         r.serverCpuMicros += cpuAfter.server - cpuBefore.server;
         r.stampCalls += callsAfter.calls - callsBefore.calls;
         r.stampSeconds += callsAfter.seconds - callsBefore.seconds;
+        for (const [key, count] of callsAfter.requests) {
+          const more = count - (callsBefore.requests.get(key) ?? 0);
+          if (more > 0) r.requests.set(key, (r.requests.get(key) ?? 0) + more);
+        }
         r.untrusted.push(...untrusted.latencies);
         r.trusted.push(...trusted.latencies);
         r.paced.push(...paced.latencies);
@@ -327,8 +364,17 @@ function report(setups: Array<{ name: string; served: boolean }>, results: Map<s
   console.log(
     `  → the apiserver's CPU per trusted write: ${apiserverCpu('none').toFixed(2)} ms with no admission, ${apiserverCpu('Go webhook').toFixed(2)} with the Go webhook, ` +
       `${apiserverCpu('Go + stamp patch').toFixed(2)} with its stamp patch (the patch: ${(apiserverCpu('Go + stamp patch') - apiserverCpu('Go webhook')).toFixed(2)} ms), ` +
-      `${apiserverCpu('spec-guard webhook').toFixed(2)} with spec-guard's webhook, ${apiserverCpu('policy + spec-guard').toFixed(2)} with the whole of spec-guard (its policy, and its watch)`,
+      `${apiserverCpu('spec-guard webhook').toFixed(2)} with spec-guard's webhook, ${apiserverCpu('policy + spec-guard').toFixed(2)} with the whole of spec-guard (its policy, and its watch), ` +
+      `${apiserverCpu('Go + policy + watch').toFixed(2)} with the Go webhook's patch, the policy and a Go watch`,
   );
+  console.log(`the apiserver's other requests per trusted write (beyond the writes, PATCH applications), while they ran:`);
+  for (const { name } of setups) {
+    const r = of(name);
+    const others = [...r.requests].filter(([key]) => key !== 'PATCH applications').sort((a, b) => b[1] - a[1]);
+    const total = others.reduce((sum, [, count]) => sum + count, 0);
+    const top = others.slice(0, 4).map(([key, count]) => `${key} ${(count / r.trusted.length).toFixed(3)}`).join(', ');
+    console.log(`  ${name.padEnd(20)} | ${(total / r.trusted.length).toFixed(3)}${top ? ` (${top})` : ''}`);
+  }
   console.log(`paced (each writer one trusted write every ${PACED_EVERY_MS} ms, ${((WRITERS * 1000) / PACED_EVERY_MS).toFixed(0)} a second: the latency a write sees on a machine that is not saturated):`);
   for (const { name } of setups) {
     const t = stats(of(name).paced);
@@ -340,6 +386,10 @@ function report(setups: Array<{ name: string; served: boolean }>, results: Map<s
     `  → trusted added p50 / p99, paced: spec-guard ${vs('policy + spec-guard', 'Go webhook')} for the Go webhook (target ≤ 1.0×); ` +
       `the stamp patch (Go) ${vs('Go + stamp patch', 'Go webhook')} without; spec-guard's webhook alone ${vs('spec-guard webhook', 'Go, HTTP/1.1 + patch')} for the Go webhook's equal work over HTTP/1.1; ` +
       `the bare Node.js webhook ${pacedAdded('bare Node.js webhook').p50.toFixed(1)} / ${pacedAdded('bare Node.js webhook').p99.toFixed(1)} ms`,
+  );
+  console.log(
+    `  → against a guard keeping the same promises in Go (its webhook's stamp patch, the policy, a watch): spec-guard ${vs('policy + spec-guard', 'Go + policy + watch')}; ` +
+      `back to back ${added('policy + spec-guard').toFixed(1)} ms vs ${added('Go + policy + watch').toFixed(1)} ms p50 added`,
   );
   console.log(`the agent's updates that change nothing (its annotations replace the object's, the stamp dropped), as argocd-agent sends them:`);
   for (const { name } of setups) {

@@ -1,6 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { APISERVER } from './cluster.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -19,3 +20,18 @@ export const buildGoWebhook = (): string => buildGoPeer('go-webhook');
 
 /** The minimal Go reverter (bench/go-reverter). */
 export const buildGoReverter = (): string => buildGoPeer('go-reverter');
+
+/**
+ * The Go reverter (`command`, from buildGoReverter) following every change of the Applications
+ * in argocd and reverting none, as spec-guard's identity (`selfKubeconfig`'s certificate), once
+ * it watches: the watch a guard keeps, apart from what it does with it.
+ */
+export async function followApplications(command: string, selfKubeconfig: string): Promise<ChildProcess> {
+  const pki = join(dirname(selfKubeconfig), 'pki');
+  const child = spawn(command, [APISERVER, join(pki, 'ca.crt'), join(pki, 'spec-guard.crt'), join(pki, 'spec-guard.key'), 'argocd', 'follow'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`${command} exited (${code})`)));
+  });
+  return child;
+}

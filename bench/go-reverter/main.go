@@ -4,7 +4,9 @@
 // encoding/json into a struct of the fields it reads, and answers each drift of spec.source.targetRevision with one
 // JSON patch (a resourceVersion precondition and one replace) and one Event, over net/http
 // (HTTP/2, as client-go speaks to the apiserver). No attribution, stamps, store or logs.
-// Usage: go-reverter SERVER CA CERT KEY NAMESPACE (prints "watching" once it watches)
+// With "follow" it reverts nothing and keeps each change it sees instead: the watch a guard
+// keeps beside its webhook, as bench/apiserver-overhead measures what that costs the apiserver.
+// Usage: go-reverter SERVER CA CERT KEY NAMESPACE [follow] (prints "watching" once it watches)
 package main
 
 import (
@@ -103,9 +105,10 @@ func revert(apps, namespace string, a app, value string) {
 }
 
 func main() {
-	if len(os.Args) != 6 {
-		log.Fatal("usage: go-reverter SERVER CA CERT KEY NAMESPACE")
+	if len(os.Args) != 6 && (len(os.Args) != 7 || os.Args[6] != "follow") {
+		log.Fatal("usage: go-reverter SERVER CA CERT KEY NAMESPACE [follow]")
 	}
+	follow := len(os.Args) == 7
 	server = os.Args[1]
 	namespace := os.Args[5]
 	ca, err := os.ReadFile(os.Args[2])
@@ -168,7 +171,9 @@ func main() {
 			a := event.Object
 			from = a.Metadata.ResourceVersion
 			value, known := kept[a.Metadata.Name]
-			if event.Type == "MODIFIED" && known && a.Spec.Source.TargetRevision != value {
+			if follow {
+				kept[a.Metadata.Name] = a.Spec.Source.TargetRevision
+			} else if event.Type == "MODIFIED" && known && a.Spec.Source.TargetRevision != value {
 				go revert(apps, namespace, a, value)
 			}
 		}
