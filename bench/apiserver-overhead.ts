@@ -234,12 +234,12 @@ async function main(): Promise<void> {
   /** The Go watch of `Go + policy + watch`, while that set-up runs. */
   let goWatch: ChildProcess | undefined;
   /** Each set-up: how it is put in place (returning how it is taken away), and the processes serving its webhooks and watch, if any (their CPU is counted together). */
-  const setups: Array<{ name: string; up: () => Promise<() => Promise<void>>; server?: () => Array<number | undefined> }> = [
+  const setups: Array<{ name: string; up: () => Promise<() => Promise<void>>; processes?: () => Array<number | undefined> }> = [
     { name: 'none', up: async () => async () => undefined },
     { name: 'policy', up: async () => (await register(kube, layer0), async () => clear(kube)) },
     {
       name: 'policy + spec-guard',
-      server: () => [specGuard?.child.pid],
+      processes: () => [specGuard?.child.pid],
       up: async () => {
         await releaseLease(kube);
         const sg = await startSpecGuard(self, configFile, [], SHIPPED_OPTIONS);
@@ -251,14 +251,14 @@ async function main(): Promise<void> {
         };
       },
     },
-    { name: 'Go webhook', server: () => [go.pid], up: async () => (await register(kube, webhooksOnly), async () => clear(kube)) },
-    { name: 'Go + stamp patch', server: () => [goPatch.pid], up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
-    { name: 'Go, HTTP/1.1 + patch', server: () => [goHttp1.pid], up: async () => (await register(kube, overHttp1), async () => clear(kube)) },
-    { name: 'bare Node.js webhook', server: () => [bare.pid], up: async () => (await register(kube, bareWebhooks), async () => clear(kube)) },
-    { name: 'spec-guard webhook', server: () => [standalone.pid], up: async () => (await register(kube, standaloneWebhooks), async () => clear(kube)) },
+    { name: 'Go webhook', processes: () => [go.pid], up: async () => (await register(kube, webhooksOnly), async () => clear(kube)) },
+    { name: 'Go + stamp patch', processes: () => [goPatch.pid], up: async () => (await register(kube, stampPatching), async () => clear(kube)) },
+    { name: 'Go, HTTP/1.1 + patch', processes: () => [goHttp1.pid], up: async () => (await register(kube, overHttp1), async () => clear(kube)) },
+    { name: 'bare Node.js webhook', processes: () => [bare.pid], up: async () => (await register(kube, bareWebhooks), async () => clear(kube)) },
+    { name: 'spec-guard webhook', processes: () => [standalone.pid], up: async () => (await register(kube, standaloneWebhooks), async () => clear(kube)) },
     {
       name: 'Go + policy + watch',
-      server: () => [goPatch.pid, goWatch?.pid],
+      processes: () => [goPatch.pid, goWatch?.pid],
       up: async () => {
         await register(kube, { ...layer0, ...stampPatching });
         const watch = await followApplications(goReverter, self);
@@ -281,7 +281,7 @@ async function main(): Promise<void> {
         const untrusted = await writes(kube, ALICE, `r${round}`);
         const before = specGuard && (await ownPart(specGuard));
         const callsBefore = apiserverCounts(admin);
-        const servers = setup.server?.() ?? [];
+        const servers = setup.processes?.() ?? [];
         const serversCpu = () => servers.reduce<number>((sum, pid) => sum + (pid ? processCpuMicros(pid) : 0), 0);
         const cpuBefore = { apiserver: processCpuMicros(apiserverPid), server: serversCpu() };
         const trusted = await writes(kube, AGENT, `r${round}`);
@@ -314,7 +314,7 @@ async function main(): Promise<void> {
         results.set(setup.name, r);
       }
     }
-    report(setups.map((setup) => ({ name: setup.name, served: Boolean(setup.server) })), results, own);
+    report(setups.map((setup) => ({ name: setup.name, served: Boolean(setup.processes) })), results, own);
   } finally {
     for (const peer of webhookServers) peer.kill();
     kube.close();

@@ -22,16 +22,18 @@ export const buildGoWebhook = (): string => buildGoPeer('go-webhook');
 export const buildGoReverter = (): string => buildGoPeer('go-reverter');
 
 /**
- * The Go reverter (`command`, from buildGoReverter) following every change of the Applications
- * in argocd and reverting none, as spec-guard's identity (`selfKubeconfig`'s certificate), once
- * it watches: the watch a guard keeps, apart from what it does with it.
+ * A peer reverter (`command` `args` SERVER CA CERT KEY argocd `mode`) as spec-guard's identity
+ * (`selfKubeconfig`'s certificate), once it watches (its first line of output).
  */
-export async function followApplications(command: string, selfKubeconfig: string): Promise<ChildProcess> {
+export async function startPeerReverter(command: string, args: string[], selfKubeconfig: string, mode: string[] = []): Promise<ChildProcess> {
   const pki = join(dirname(selfKubeconfig), 'pki');
-  const child = spawn(command, [APISERVER, join(pki, 'ca.crt'), join(pki, 'spec-guard.crt'), join(pki, 'spec-guard.key'), 'argocd', 'follow'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(command, [...args, APISERVER, join(pki, 'ca.crt'), join(pki, 'spec-guard.crt'), join(pki, 'spec-guard.key'), 'argocd', ...mode], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once('data', () => resolve());
     child.once('exit', (code) => reject(new Error(`${command} exited (${code})`)));
   });
   return child;
 }
+
+/** The Go reverter (from buildGoReverter) following every change and reverting none: the watch a guard keeps, apart from what it does with it. */
+export const followApplications = (command: string, selfKubeconfig: string): Promise<ChildProcess> => startPeerReverter(command, [], selfKubeconfig, ['follow']);

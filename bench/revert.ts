@@ -3,15 +3,14 @@
 // other, then 1,000 Applications of ~5 KB drifted at once (BENCH_BURST), and again 6 s later
 // (the process warm), beside the apiserver's own time for the same writes without spec-guard
 // and the same bursts reverted by the smallest reverters in Node.js and Go.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../src/kube/index.js';
-import { AGENT, ALICE, APISERVER, APPS, adminClient, application, controlPlaneDown, controlPlanePids, controlPlaneUp, inParallel, metricsOf, percentile, releaseLease, sleep, startSpecGuard, unregister, type RunningSpecGuard } from './cluster.js';
+import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, controlPlanePids, controlPlaneUp, inParallel, metricsOf, percentile, releaseLease, sleep, startSpecGuard, unregister, type RunningSpecGuard } from './cluster.js';
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany, type BurstResult } from './burst.js';
-import { buildGoReverter } from './go-peer.js';
+import { buildGoReverter, startPeerReverter } from './go-peer.js';
 import { barChart, cdfChart, savePicture } from './svg.js';
 import { processCpuMicros, threadCpuMicros } from './process-cpu.js';
 import { SHIPPED_OPTIONS } from './shipped-options.js';
@@ -215,13 +214,8 @@ async function warmBurst(kube: KubeClient, pids: Record<string, number>, name: s
  * per revert counted as spec-guard's is, stopped.
  */
 async function peerBursts(kube: KubeClient, admin: string, selfKubeconfig: string, command: string, args: string[], revision: string): Promise<{ cold: Measured; warm: Measured }> {
-  const pki = join(dirname(selfKubeconfig), 'pki');
-  const child = spawn(command, [...args, APISERVER, join(pki, 'ca.crt'), join(pki, 'spec-guard.crt'), join(pki, 'spec-guard.key'), 'argocd'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = await startPeerReverter(command, args, selfKubeconfig);
   try {
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.once('data', () => resolve());
-      child.once('exit', (code) => reject(new Error(`${command} exited (${code})`)));
-    });
     const pids = controlPlanePids(admin);
     const cold = await measuredBurst(kube, pids, 'peer', child.pid!, revision);
     return { cold, warm: await warmBurst(kube, pids, 'peer', child.pid!, revision) };
