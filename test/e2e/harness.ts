@@ -9,8 +9,9 @@ import { CA_BUNDLE_KEY, CA_SECRET } from '../../src/certs/index.js';
 import { KubeClient, KubeError } from '../../src/kube/index.js';
 import { runCli, startCli, type Daemon } from '../helpers/cli.js';
 import { e2eState as state } from './state.js';
+import { waitFor } from '../helpers/wait-for.js';
 
-export { state };
+export { state, waitFor };
 
 export const AGENT = ['--as=system:serviceaccount:argocd:argocd-agent-agent'];
 export const CONTROLLER = ['--as=system:serviceaccount:argocd:argocd-application-controller'];
@@ -89,16 +90,6 @@ export async function freePort(): Promise<number> {
     }
   }
   throw new Error(`no free port in ${PORT_POOL.to - PORT_POOL.size}–${PORT_POOL.to - 1}`);
-}
-
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }
 
 export interface SpecGuard extends Daemon {

@@ -5,6 +5,7 @@ import { Metrics } from '../../src/metrics/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { FakeSecrets } from '../helpers/fake-secrets.js';
 import { bulkyEntry } from '../helpers/entries.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 // Stores of 1,000 bulky entries and (here) 3.6 s of the list's own pacing: on a shared 2-core
 // machine compiling a kube-apiserver beside the suite, over the default 5 s. A hang still fails.
@@ -67,7 +68,7 @@ describe('store writes during a start\'s first list', () => {
     // it (a fixed wait failed under a kube-apiserver build beside the suite).
     await sleep(150);
     const stored = async () => (await new SecretStore(fake.asKube(), 'spec-guard', 'state').load()).entries.size;
-    for (const deadline = Date.now() + 10_000; (await stored()) < 1 && Date.now() < deadline; ) await sleep(50);
+    await waitFor('the held write', async () => (await stored()) >= 1);
     expect(await stored()).toBe(1);
 
     const stopping = new StoreWriter(store, cache, new Metrics(false), createLogger('error', () => {}), true);
