@@ -95,7 +95,11 @@ export interface SpawnedSpecGuard {
   ready: Promise<RunningSpecGuard>;
 }
 
-export async function spawnSpecGuard(selfKubeconfig: string, config: string, extra: string[] = [], nodeOptions = ''): Promise<SpawnedSpecGuard> {
+/**
+ * `nodeOptions`: given as NODE_OPTIONS, as the manifests give them; `nodeFlags`: on node's command
+ * line, as an image's entrypoint would (NODE_OPTIONS refuses most V8 flags).
+ */
+export async function spawnSpecGuard(selfKubeconfig: string, config: string, extra: string[] = [], nodeOptions = '', nodeFlags: string[] = []): Promise<SpawnedSpecGuard> {
   const port = await freePort();
   const metricsPort = await freePort();
   // Logs go to a file, as a container runtime takes them: through a pipe to this busy
@@ -106,7 +110,7 @@ export async function spawnSpecGuard(selfKubeconfig: string, config: string, ext
   const child = spawn(
     process.execPath,
     // As shipped: reviews only from the apiserver's front-proxy certificate, checked against the CA it publishes.
-    [cli, 'serve', '--config', config, '--kubeconfig', selfKubeconfig, '--namespace', 'spec-guard', '--client-ca-from-cluster', '--bind-address', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--webhook-url', `https://127.0.0.1:${port}`, ...extra],
+    [...nodeFlags, cli, 'serve', '--config', config, '--kubeconfig', selfKubeconfig, '--namespace', 'spec-guard', '--client-ca-from-cluster', '--bind-address', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--webhook-url', `https://127.0.0.1:${port}`, ...extra],
     { stdio: ['ignore', 'ignore', log], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
   );
   closeSync(log);
@@ -138,8 +142,8 @@ export async function spawnSpecGuard(selfKubeconfig: string, config: string, ext
   return { child, logFile, ready };
 }
 
-export async function startSpecGuard(selfKubeconfig: string, config: string, extra: string[] = [], nodeOptions = ''): Promise<RunningSpecGuard> {
-  return (await spawnSpecGuard(selfKubeconfig, config, extra, nodeOptions)).ready;
+export async function startSpecGuard(selfKubeconfig: string, config: string, extra: string[] = [], nodeOptions = '', nodeFlags: string[] = []): Promise<RunningSpecGuard> {
+  return (await spawnSpecGuard(selfKubeconfig, config, extra, nodeOptions, nodeFlags)).ready;
 }
 
 /** Ends spec-guard's leadership record, so the next spec-guard leads at once. */

@@ -2,7 +2,8 @@
 // spec-guard's revert being stored, through a real kube-apiserver: 200 drifts one after the
 // other, then 1,000 Applications of ~5 KB drifted at once (BENCH_BURST), and again 6 s later
 // (the process warm), beside the apiserver's own time for the same writes without spec-guard
-// and the same bursts reverted by the smallest reverters in Node.js and Go.
+// and the same bursts reverted by the smallest reverters in Node.js and Go; with
+// BENCH_NODE_OPTIONS, other Node.js options taking turns with the shipped ones.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,11 +14,19 @@ import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTime
 import { buildGoReverter, startPeerReverter } from './go-peer.js';
 import { barChart, cdfChart, savePicture } from './svg.js';
 import { processCpuMicros, threadCpuMicros } from './process-cpu.js';
-import { SHIPPED_OPTIONS } from './shipped-options.js';
+import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
 
 const DRIFTS = Number(process.env.BENCH_DRIFTS ?? 200);
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
 const burstNames = Array.from({ length: BURST }, (_, i) => `bench-burst-${i}`);
+/**
+ * Node.js options to compare with the shipped ones (BENCH_NODE_OPTIONS, whole option sets
+ * separated by "|"): each set and the shipped one take turns BENCH_CYCLES times, beside the
+ * bare reverter as every cycle's control (optionsTakingTurns).
+ */
+const VARIANTS = (process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolean);
+const CYCLES = Number(process.env.BENCH_CYCLES ?? 3);
+if (!Number.isInteger(CYCLES) || CYCLES < 1) throw new Error(`BENCH_CYCLES must be a whole number of at least 1, not "${process.env.BENCH_CYCLES}"`);
 
 async function main(): Promise<void> {
   const { admin, self } = controlPlaneUp();
@@ -94,6 +103,8 @@ async function main(): Promise<void> {
     const gcAfterWarm = await gcSeconds(sg);
     const ownWarm = ownRevertTimes(sg.logFile, burstNames, own.total.length);
     await sg.stop();
+    // Before the writes below move the objects off their stamped value, which a new spec-guard learns from.
+    const turns = VARIANTS.length ? await optionsTakingTurns(kube, admin, self, config) : undefined;
     const apiserverBefore = processCpuMicros(pids['kube-apiserver']);
     const alone = await patchMany(kube, ALICE, burstNames, 'evil-again');
     const apiserverMsPerPatch = (processCpuMicros(pids['kube-apiserver']) - apiserverBefore) / 1000 / BURST;
@@ -117,6 +128,7 @@ async function main(): Promise<void> {
     const peer = (r: { cold: Measured; warm: Measured }) =>
       `${r.cold.cpuMsPerRevert.toFixed(2)} ms CPU per revert (${ratio(cold, r.cold)}), warm ${r.warm.cpuMsPerRevert.toFixed(2)} ms (${ratio(warm, r.warm)}); ${r.cold.burst.latencies.length} of ${BURST} reverted, each drift stayed p50 ${percentile(r.cold.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(r.cold.burst.latencies, 99).toFixed(0)} ms; by thread ${r.cold.byThread}, warm ${r.warm.byThread}`;
     console.log(`the same burst reverted by the smallest watcher that reverts (list once, parse every watch event, one JSON patch and one Event per drift; no attribution, stamps, store or logs):\n  bare Node.js (bench/bare-reverter.ts, node:https): ${peer(bare)}\n  Go (bench/go-reverter, encoding/json into a struct of the fields it reads, net/http over HTTP/2): ${peer(go)}`);
+    if (turns) console.log(turns);
     const picture = cdfChart(`bench:revert: ${BURST} drifts at once, reverted; beside the apiserver's own PATCH latency and the smallest reverter`, 'ms', [
       { label: 'drift to revert (watch to watch)', values: burst.latencies },
       { label: "spec-guard's own share of a revert", values: own.own },
@@ -206,6 +218,48 @@ async function measuredBurst(kube: KubeClient, pids: Record<string, number>, nam
 async function warmBurst(kube: KubeClient, pids: Record<string, number>, name: string, pid: number, revision: string): Promise<Measured> {
   await sleep(BETWEEN_BURSTS_MS - AFTER_BURST_MS);
   return measuredBurst(kube, pids, name, pid, `${revision}-2`);
+}
+
+/**
+ * The shipped Node.js options and each of VARIANTS taking turns, CYCLES times, the order rotated
+ * every cycle, with the bare reverter in every cycle as the control: each turn a new spec-guard
+ * meeting the burst twice, its options on node's command line (as an image's entrypoint would
+ * give them; NODE_OPTIONS refuses most V8 flags). Options one run apart are compared with the
+ * machine's drift between runs; taking turns, a difference smaller than each set's own spread
+ * over its turns is the machine's.
+ */
+async function optionsTakingTurns(kube: KubeClient, admin: string, self: string, config: string): Promise<string> {
+  const bareReverter = [fileURLToPath(new URL('./bare-reverter.js', import.meta.url))];
+  const contenders = [SHIPPED_OPTIONS, ...VARIANTS, undefined];
+  const runs = new Map<string | undefined, Array<{ cold: Measured; warm: Measured }>>(contenders.map((c) => [c, []]));
+  for (let cycle = 0; cycle < CYCLES; cycle++) {
+    for (let turn = 0; turn < contenders.length; turn++) {
+      const options = contenders[(turn + cycle) % contenders.length];
+      const revision = `evil-turn-${cycle}-${turn}`;
+      runs.get(options)!.push(options === undefined ? await peerBursts(kube, admin, self, process.execPath, bareReverter, revision) : await specGuardBursts(kube, admin, self, config, options, revision));
+    }
+  }
+  const ms = (values: number[]) => `${values.map((v) => v.toFixed(2)).join(', ')} (mean ${(values.reduce((a, b) => a + b, 0) / values.length).toFixed(2)})`;
+  const row = (options: string | undefined) => {
+    const measured = runs.get(options)!;
+    const name = options === undefined ? 'the bare Node.js reverter (control)' : `spec-guard, ${options}${options === SHIPPED_OPTIONS ? ' (shipped)' : ''}`;
+    return `  ${name}: first ${ms(measured.map((m) => m.cold.cpuMsPerRevert))}; second ${ms(measured.map((m) => m.warm.cpuMsPerRevert))}`;
+  };
+  return [`Node.js options taking turns, ${CYCLES} cycles, the order rotated each cycle (CPU ms per revert in each turn's first and second burst):`, ...contenders.map(row)].join('\n');
+}
+
+/** A spec-guard with `options` on node's command line, the burst drifted to `revision` and reverted by it twice (cold, then warm), stopped. */
+async function specGuardBursts(kube: KubeClient, admin: string, self: string, config: string, options: string, revision: string): Promise<{ cold: Measured; warm: Measured }> {
+  await releaseLease(kube);
+  const sg = await startSpecGuard(self, config, ['--no-register'], '', shippedFlags(options));
+  try {
+    await sleep(1000); // listed and learned from its stamp
+    const pids = controlPlanePids(admin);
+    const cold = await measuredBurst(kube, pids, 'spec-guard', sg.child.pid!, revision);
+    return { cold, warm: await warmBurst(kube, pids, 'spec-guard', sg.child.pid!, revision) };
+  } finally {
+    await sg.stop();
+  }
 }
 
 /**
