@@ -254,9 +254,7 @@ async function specGuardBursts(kube: KubeClient, admin: string, self: string, co
   const sg = await startSpecGuard(self, config, ['--no-register'], '', shippedFlags(options));
   try {
     await sleep(1000); // listed and learned from its stamp
-    const pids = controlPlanePids(admin);
-    const cold = await measuredBurst(kube, pids, 'spec-guard', sg.child.pid!, revision);
-    return { cold, warm: await warmBurst(kube, pids, 'spec-guard', sg.child.pid!, revision) };
+    return await firstAndSecondBurst(kube, admin, 'spec-guard', sg.child.pid!, revision);
   } finally {
     await sg.stop();
   }
@@ -270,12 +268,17 @@ async function specGuardBursts(kube: KubeClient, admin: string, self: string, co
 async function peerBursts(kube: KubeClient, admin: string, selfKubeconfig: string, command: string, args: string[], revision: string): Promise<{ cold: Measured; warm: Measured }> {
   const child = await startPeerReverter(command, args, selfKubeconfig);
   try {
-    const pids = controlPlanePids(admin);
-    const cold = await measuredBurst(kube, pids, 'peer', child.pid!, revision);
-    return { cold, warm: await warmBurst(kube, pids, 'peer', child.pid!, revision) };
+    return await firstAndSecondBurst(kube, admin, 'peer', child.pid!, revision);
   } finally {
     child.kill();
   }
+}
+
+/** The burst drifted to `revision` and reverted by the process `pid` twice: its first burst, then warm. */
+async function firstAndSecondBurst(kube: KubeClient, admin: string, name: string, pid: number, revision: string): Promise<{ cold: Measured; warm: Measured }> {
+  const pids = controlPlanePids(admin);
+  const cold = await measuredBurst(kube, pids, name, pid, revision);
+  return { cold, warm: await warmBurst(kube, pids, name, pid, revision) };
 }
 
 await main();

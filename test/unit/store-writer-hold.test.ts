@@ -64,9 +64,8 @@ describe('store writes during a start\'s first list', () => {
     writer.markDirty('argoproj.io/applications/argocd/a');
     await sleep(250);
     expect(fake.writes).toHaveLength(0);
-    // After its bound the hold ends by itself: the write follows, as soon as the machine lets
-    // it (a fixed wait failed under a kube-apiserver build beside the suite).
-    await sleep(150);
+    // After its bound (400 ms) the hold ends by itself: the write follows, as soon as the machine
+    // lets it (a fixed wait failed under a kube-apiserver build beside the suite).
     const stored = async () => (await new SecretStore(fake.asKube(), 'spec-guard', 'state').load()).entries.size;
     await waitFor('the held write', async () => (await stored()) >= 1);
     expect(await stored()).toBe(1);
