@@ -2,8 +2,9 @@
 // spec-guard's revert being stored, through a real kube-apiserver: 200 drifts one after the
 // other, then 1,000 Applications of ~5 KB drifted at once (BENCH_BURST), and again 6 s later
 // (the process warm), beside the apiserver's own time for the same writes without spec-guard
-// and the same bursts reverted by the smallest reverters in Node.js and Go; with
-// BENCH_NODE_OPTIONS, other Node.js options taking turns with the shipped ones.
+// and the same bursts reverted by the smallest reverters in Node.js (with Node's default heap,
+// and with spec-guard's shipped heap options) and Go; with BENCH_NODE_OPTIONS, other Node.js
+// options taking turns with the shipped ones.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,13 +17,15 @@ import { barChart, cdfChart, savePicture } from './svg.js';
 import { processCpuMicros, threadCpuMicros } from './process-cpu.js';
 import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
 
+const BARE_REVERTER = fileURLToPath(new URL('./bare-reverter.js', import.meta.url));
 const DRIFTS = Number(process.env.BENCH_DRIFTS ?? 200);
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
 const burstNames = Array.from({ length: BURST }, (_, i) => `bench-burst-${i}`);
 /**
  * Node.js options to compare with the shipped ones (BENCH_NODE_OPTIONS, whole option sets
  * separated by "|"): each set and the shipped one take turns BENCH_CYCLES times, beside the
- * bare reverter as every cycle's control (optionsTakingTurns).
+ * bare reverter, with Node's default heap and with the shipped heap options, as every cycle's
+ * controls (optionsTakingTurns).
  */
 const VARIANTS = (process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolean);
 const CYCLES = Number(process.env.BENCH_CYCLES ?? 3);
@@ -110,7 +113,9 @@ async function main(): Promise<void> {
     const apiserverMsPerPatch = (processCpuMicros(pids['kube-apiserver']) - apiserverBefore) / 1000 / BURST;
     // The floor: the same burst reverted by a bare Node.js watcher (bench/bare-reverter.ts)
     // that keeps 'evil-again' and does only the I/O a revert needs; then by its Go peer.
-    const bare = await peerBursts(kube, admin, self, process.execPath, [fileURLToPath(new URL('./bare-reverter.js', import.meta.url))], 'evil-bare');
+    const bare = await peerBursts(kube, admin, self, process.execPath, [BARE_REVERTER], 'evil-bare');
+    // The same, in spec-guard's memory budget: the shipped heap options on its command line.
+    const bareShipped = await peerBursts(kube, admin, self, process.execPath, [...shippedFlags(), BARE_REVERTER], 'evil-bare-shipped');
     const go = await peerBursts(kube, admin, self, buildGoReverter(), [], 'evil-go');
     const burst = cold.burst;
 
@@ -127,7 +132,7 @@ async function main(): Promise<void> {
     const ratio = (a: Measured, b: Measured) => `spec-guard ${(a.cpuMsPerRevert / b.cpuMsPerRevert).toFixed(2)}× that`;
     const peer = (r: { cold: Measured; warm: Measured }) =>
       `${r.cold.cpuMsPerRevert.toFixed(2)} ms CPU per revert (${ratio(cold, r.cold)}), warm ${r.warm.cpuMsPerRevert.toFixed(2)} ms (${ratio(warm, r.warm)}); ${r.cold.burst.latencies.length} of ${BURST} reverted, each drift stayed p50 ${percentile(r.cold.burst.latencies, 50).toFixed(0)} ms, p99 ${percentile(r.cold.burst.latencies, 99).toFixed(0)} ms; by thread ${r.cold.byThread}, warm ${r.warm.byThread}`;
-    console.log(`the same burst reverted by the smallest watcher that reverts (list once, parse every watch event, one JSON patch and one Event per drift; no attribution, stamps, store or logs):\n  bare Node.js (bench/bare-reverter.ts, node:https): ${peer(bare)}\n  Go (bench/go-reverter, encoding/json into a struct of the fields it reads, net/http over HTTP/2): ${peer(go)}`);
+    console.log(`the same burst reverted by the smallest watcher that reverts (list once, parse every watch event, one JSON patch and one Event per drift; no attribution, stamps, store or logs):\n  bare Node.js (bench/bare-reverter.ts, node:https): ${peer(bare)}\n  the same with spec-guard's shipped heap options (${SHIPPED_OPTIONS}): ${peer(bareShipped)}\n  Go (bench/go-reverter, encoding/json into a struct of the fields it reads, net/http over HTTP/2): ${peer(go)}`);
     if (turns) console.log(turns);
     const picture = cdfChart(`bench:revert: ${BURST} drifts at once, reverted; beside the apiserver's own PATCH latency and the smallest reverter`, 'ms', [
       { label: 'drift to revert (watch to watch)', values: burst.latencies },
@@ -138,6 +143,7 @@ async function main(): Promise<void> {
     const bars = (pick: (r: { cold: Measured; warm: Measured }) => Measured) => [
       { label: 'spec-guard', value: pick({ cold, warm }).cpuMsPerRevert * 1000 },
       { label: 'bare Node.js', value: pick(bare).cpuMsPerRevert * 1000 },
+      { label: 'bare Node.js, shipped heap', value: pick(bareShipped).cpuMsPerRevert * 1000 },
       { label: 'Go', value: pick(go).cpuMsPerRevert * 1000 },
     ];
     const cpu = barChart(`bench:revert: CPU per revert, bursts of ${BURST}, Events on`, 'CPU µs per revert', [
@@ -222,30 +228,40 @@ async function warmBurst(kube: KubeClient, pids: Record<string, number>, name: s
 
 /**
  * The shipped Node.js options and each of VARIANTS taking turns, CYCLES times, the order rotated
- * every cycle, with the bare reverter in every cycle as the control: each turn a new spec-guard
+ * every cycle, with the bare reverter in every cycle as the controls (Node's default heap, whose
+ * V8 grows the old generation up to 4× what survived a full collection before the next, and the
+ * shipped heap options, under whose 256 MB cap it grows it 1.3×): each turn a new spec-guard
  * meeting the burst twice, its options on node's command line (as an image's entrypoint would
  * give them; NODE_OPTIONS refuses most V8 flags). Options one run apart are compared with the
  * machine's drift between runs; taking turns, a difference smaller than each set's own spread
  * over its turns is the machine's.
  */
 async function optionsTakingTurns(kube: KubeClient, admin: string, self: string, config: string): Promise<string> {
-  const bareReverter = [fileURLToPath(new URL('./bare-reverter.js', import.meta.url))];
-  const contenders = [SHIPPED_OPTIONS, ...VARIANTS, undefined];
-  const runs = new Map<string | undefined, Array<{ cold: Measured; warm: Measured }>>(contenders.map((c) => [c, []]));
+  const contenders: Array<{ name: string; run: (revision: string) => Promise<{ cold: Measured; warm: Measured }> }> = [
+    ...[SHIPPED_OPTIONS, ...VARIANTS].map((options) => ({
+      name: `spec-guard, ${options}${options === SHIPPED_OPTIONS ? ' (shipped)' : ''}`,
+      run: (revision: string) => specGuardBursts(kube, admin, self, config, options, revision),
+    })),
+    { name: 'the bare Node.js reverter (control)', run: (revision: string) => peerBursts(kube, admin, self, process.execPath, [BARE_REVERTER], revision) },
+    {
+      name: 'the bare Node.js reverter with the shipped heap options (control)',
+      run: (revision: string) => peerBursts(kube, admin, self, process.execPath, [...shippedFlags(), BARE_REVERTER], revision),
+    },
+  ];
+  const runs = contenders.map(() => [] as Array<{ cold: Measured; warm: Measured }>);
   for (let cycle = 0; cycle < CYCLES; cycle++) {
     for (let turn = 0; turn < contenders.length; turn++) {
-      const options = contenders[(turn + cycle) % contenders.length];
-      const revision = `evil-turn-${cycle}-${turn}`;
-      runs.get(options)!.push(options === undefined ? await peerBursts(kube, admin, self, process.execPath, bareReverter, revision) : await specGuardBursts(kube, admin, self, config, options, revision));
+      const index = (turn + cycle) % contenders.length;
+      runs[index]!.push(await contenders[index]!.run(`evil-turn-${cycle}-${turn}`));
     }
   }
   const ms = (values: number[]) => `${values.map((v) => v.toFixed(2)).join(', ')} (mean ${(values.reduce((a, b) => a + b, 0) / values.length).toFixed(2)})`;
-  const row = (options: string | undefined) => {
-    const measured = runs.get(options)!;
-    const name = options === undefined ? 'the bare Node.js reverter (control)' : `spec-guard, ${options}${options === SHIPPED_OPTIONS ? ' (shipped)' : ''}`;
-    return `  ${name}: first ${ms(measured.map((m) => m.cold.cpuMsPerRevert))}; second ${ms(measured.map((m) => m.warm.cpuMsPerRevert))}`;
-  };
-  return [`Node.js options taking turns, ${CYCLES} cycles, the order rotated each cycle (CPU ms per revert in each turn's first and second burst):`, ...contenders.map(row)].join('\n');
+  const row = (name: string, measured: Array<{ cold: Measured; warm: Measured }>) =>
+    `  ${name}: first ${ms(measured.map((m) => m.cold.cpuMsPerRevert))}; second ${ms(measured.map((m) => m.warm.cpuMsPerRevert))}`;
+  return [
+    `Node.js options taking turns, ${CYCLES} cycles, the order rotated each cycle (CPU ms per revert in each turn's first and second burst):`,
+    ...contenders.map((c, i) => row(c.name, runs[i]!)),
+  ].join('\n');
 }
 
 /** A spec-guard with `options` on node's command line, the burst drifted to `revision` and reverted by it twice (cold, then warm), stopped. */
