@@ -45,8 +45,8 @@ export function canonicalJson(value: unknown, ignore?: IgnoreTree): string | und
   return serialize(value, ignore, 0);
 }
 
-/** True when every object below `value` has its keys in sorted order (no allocation). */
-function inCanonicalOrder(value: unknown, depth: number): boolean {
+/** True when every object below `value` has its keys in sorted order and no member is undefined (no allocation). */
+export function inCanonicalOrder(value: unknown, depth = 0): boolean {
   if (value === null || typeof value !== 'object') return true;
   if (depth > MAX_DEPTH) throw new TooDeepError();
   if (Array.isArray(value)) {

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { canonicalJson, TooDeepError, type IgnoreTree } from './canonical-json.js';
+import { canonicalJson, inCanonicalOrder, TooDeepError, type IgnoreTree } from './canonical-json.js';
 import { diffValues } from './value-diff.js';
 import type { Normalizer } from './normalizers.js';
 import { getAt, isPlainObject, parsePointer } from './pointer.js';
@@ -69,6 +69,8 @@ export function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[
  */
 export class GuardedView {
   private readonly paths: GuardedPath[];
+  /** Some door ignores members below it: its text is written member by member (`joined`). */
+  private readonly ignoresMembers: boolean;
   /** Names the set of guarded pointers: an entry learned under another set predates a door (see observe's adoption). */
   readonly id: string;
 
@@ -81,6 +83,7 @@ export class GuardedView {
       const tokens = parsePointer(pointer);
       return { pointer, opening: `${JSON.stringify(pointer)}:`, tokens, ignore: buildIgnoreTree(tokens, ignorePointers) };
     });
+    this.ignoresMembers = this.paths.some((path) => path.ignore !== undefined);
     this.id = hash('sha256', JSON.stringify(guardedPaths), 'hex').slice(0, 12);
   }
 
@@ -103,11 +106,31 @@ export class GuardedView {
    * more for a watch event's 5 KB view (docs/benchmarks.md, round 19).
    */
   of(object: unknown): View {
+    const values = this.paths.map((path) => this.normalized(path, object));
+    return { hash: hash('sha256', this.wholeInOrder(values) ?? this.joined(values), 'hex') };
+  }
+
+  /**
+   * The view's text in one native serialization, when every door is already canonical (the
+   * apiserver writes keys sorted) and none ignores a member: the same text as `joined`, built
+   * flat. Joined, the text is a chain of pieces that hashing copies into one string first (25 KB
+   * of garbage per 25 KB review, docs/benchmarks.md, round 29). Pointers begin with "/", so
+   * none is an array index that an object would move ahead of the others.
+   */
+  private wholeInOrder(values: unknown[]): string | undefined {
+    if (this.ignoresMembers || !values.every((value) => value === undefined || inCanonicalOrder(value))) return undefined;
+    const view: Record<string, unknown> = {};
+    this.paths.forEach((path, i) => (view[path.pointer] = values[i] ?? null));
+    return JSON.stringify(view);
+  }
+
+  /** The view's text door by door: `{"pointer":canonical JSON,...}` in the rule's order, an absent door as null. */
+  private joined(values: unknown[]): string {
     let text = '{';
-    for (const path of this.paths) {
-      text += `${text.length > 1 ? ',' : ''}${path.opening}${canonicalJson(this.normalized(path, object), path.ignore) ?? 'null'}`;
-    }
-    return { hash: hash('sha256', `${text}}`, 'hex') };
+    this.paths.forEach((path, i) => {
+      text += `${text.length > 1 ? ',' : ''}${path.opening}${canonicalJson(values[i], path.ignore) ?? 'null'}`;
+    });
+    return `${text}}`;
   }
 
   /** The raw (not normalized) guarded values of `object`, for restoring them later. */

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson, GuardedView, Stamper } from '../../src/guard/index.js';
 import { normalizers } from '../../src/guard/normalizers.js';
 import jsonpatch from 'fast-json-patch';
+import { parseJson } from '../../src/kube/json.js';
 
 describe('canonical JSON', () => {
   it('sorts keys and keeps null, {} and [] as values of their own', () => {
@@ -50,6 +51,20 @@ describe('guarded view', () => {
     // The figure itself, as computed before the view's text stopped being kept.
     expect(application.of(object).hash).toBe('07b1b16d14191df45ea5c40726e0e2e70421f6df0c9b9be84b2b65e60100bd78');
     expect(new GuardedView(['/spec'], []).of({ spec: { b: 1, a: 2 } }).hash).toBe(createHash('sha256').update('{"/spec":{"a":2,"b":1}}').digest('hex'));
+  });
+
+  it('hashes the same text whether the doors come in sorted (one serialization) or not (door by door)', () => {
+    const doors = new GuardedView(['/spec', '/operation', '/metadata/finalizers', '/status/operationState'], []);
+    const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+    // As the apiserver writes them: sorted keys, an integer beyond 2^53 kept exact, a door absent.
+    const sorted = parseJson('{"metadata":{"finalizers":["a"]},"spec":{"a":{"b":[1,{"c":null,"d":{}}]},"z":9007199254740993},"status":{"operationState":{"phase":"Running"}}}');
+    const text = '{"/spec":{"a":{"b":[1,{"c":null,"d":{}}]},"z":9007199254740993},"/operation":null,"/metadata/finalizers":["a"],"/status/operationState":{"phase":"Running"}}';
+    expect(doors.of(sorted).hash).toBe(sha(text));
+    // The same values with one door's keys out of order: the same text, written door by door.
+    const unsorted = parseJson('{"metadata":{"finalizers":["a"]},"spec":{"z":9007199254740993,"a":{"b":[1,{"d":{},"c":null}]}},"status":{"operationState":{"phase":"Running"}}}');
+    expect(doors.of(unsorted).hash).toBe(sha(text));
+    // A door holding null is written as null, as an absent one.
+    expect(doors.of({ spec: null }).hash).toBe(sha('{"/spec":null,"/operation":null,"/metadata/finalizers":null,"/status/operationState":null}'));
   });
 
   it('hashes equal views equally and ignores ignored members', () => {
