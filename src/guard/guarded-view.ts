@@ -69,8 +69,11 @@ export function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[
  */
 export class GuardedView {
   private readonly paths: GuardedPath[];
-  /** Some door ignores members below it: its text is written member by member (`joined`). */
-  private readonly ignoresMembers: boolean;
+  /**
+   * The text is always written door by door (`joined`): a door ignores members below it, or a
+   * pointer is named twice (an object would hold it once; the text has it twice).
+   */
+  private readonly doorByDoor: boolean;
   /** Names the set of guarded pointers: an entry learned under another set predates a door (see observe's adoption). */
   readonly id: string;
 
@@ -83,7 +86,7 @@ export class GuardedView {
       const tokens = parsePointer(pointer);
       return { pointer, opening: `${JSON.stringify(pointer)}:`, tokens, ignore: buildIgnoreTree(tokens, ignorePointers) };
     });
-    this.ignoresMembers = this.paths.some((path) => path.ignore !== undefined);
+    this.doorByDoor = this.paths.some((path) => path.ignore !== undefined) || new Set(guardedPaths).size < guardedPaths.length;
     this.id = hash('sha256', JSON.stringify(guardedPaths), 'hex').slice(0, 12);
   }
 
@@ -112,13 +115,13 @@ export class GuardedView {
 
   /**
    * The view's text in one native serialization, when every door is already canonical (the
-   * apiserver writes keys sorted) and none ignores a member: the same text as `joined`, built
-   * flat. Joined, the text is a chain of pieces that hashing copies into one string first (25 KB
-   * of garbage per 25 KB review, docs/benchmarks.md, round 29). Pointers begin with "/", so
-   * none is an array index that an object would move ahead of the others.
+   * apiserver writes keys sorted) and the view is not written door by door: the same text as
+   * `joined`, built flat. Joined, the text is a chain of pieces that hashing copies into one
+   * string first (25 KB of garbage per 25 KB review, docs/benchmarks.md, round 29). Pointers
+   * begin with "/", so none is an array index that an object would move ahead of the others.
    */
   private wholeInOrder(values: unknown[]): string | undefined {
-    if (this.ignoresMembers || !values.every((value) => value === undefined || inCanonicalOrder(value))) return undefined;
+    if (this.doorByDoor || !values.every((value) => value === undefined || inCanonicalOrder(value))) return undefined;
     const view: Record<string, unknown> = {};
     this.paths.forEach((path, i) => (view[path.pointer] = values[i] ?? null));
     return JSON.stringify(view);
