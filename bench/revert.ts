@@ -18,6 +18,8 @@ import { processCpuMicros, threadCpuMicros } from './process-cpu.js';
 import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
 
 const BARE_REVERTER = fileURLToPath(new URL('./bare-reverter.js', import.meta.url));
+/** node's arguments for the bare reverter: with Node's default heap, and in spec-guard's (the shipped heap options). */
+const BARE_ARGS = { nodeDefaults: [BARE_REVERTER], shippedHeap: [...shippedFlags(), BARE_REVERTER] };
 const DRIFTS = Number(process.env.BENCH_DRIFTS ?? 200);
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
 const burstNames = Array.from({ length: BURST }, (_, i) => `bench-burst-${i}`);
@@ -113,9 +115,9 @@ async function main(): Promise<void> {
     const apiserverMsPerPatch = (processCpuMicros(pids['kube-apiserver']) - apiserverBefore) / 1000 / BURST;
     // The floor: the same burst reverted by a bare Node.js watcher (bench/bare-reverter.ts)
     // that keeps 'evil-again' and does only the I/O a revert needs; then by its Go peer.
-    const bare = await peerBursts(kube, admin, self, process.execPath, [BARE_REVERTER], 'evil-bare');
+    const bare = await peerBursts(kube, admin, self, process.execPath, BARE_ARGS.nodeDefaults, 'evil-bare');
     // The same, in spec-guard's memory budget: the shipped heap options on its command line.
-    const bareShipped = await peerBursts(kube, admin, self, process.execPath, [...shippedFlags(), BARE_REVERTER], 'evil-bare-shipped');
+    const bareShipped = await peerBursts(kube, admin, self, process.execPath, BARE_ARGS.shippedHeap, 'evil-bare-shipped');
     const go = await peerBursts(kube, admin, self, buildGoReverter(), [], 'evil-go');
     const burst = cold.burst;
 
@@ -242,10 +244,10 @@ async function optionsTakingTurns(kube: KubeClient, admin: string, self: string,
       name: `spec-guard, ${options}${options === SHIPPED_OPTIONS ? ' (shipped)' : ''}`,
       run: (revision: string) => specGuardBursts(kube, admin, self, config, options, revision),
     })),
-    { name: 'the bare Node.js reverter (control)', run: (revision: string) => peerBursts(kube, admin, self, process.execPath, [BARE_REVERTER], revision) },
+    { name: 'the bare Node.js reverter (control)', run: (revision: string) => peerBursts(kube, admin, self, process.execPath, BARE_ARGS.nodeDefaults, revision) },
     {
       name: 'the bare Node.js reverter with the shipped heap options (control)',
-      run: (revision: string) => peerBursts(kube, admin, self, process.execPath, [...shippedFlags(), BARE_REVERTER], revision),
+      run: (revision: string) => peerBursts(kube, admin, self, process.execPath, BARE_ARGS.shippedHeap, revision),
     },
   ];
   const runs = contenders.map(() => [] as Array<{ cold: Measured; warm: Measured }>);

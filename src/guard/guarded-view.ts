@@ -121,7 +121,7 @@ export class GuardedView {
    * begin with "/", so none is an array index that an object would move ahead of the others.
    */
   private wholeInOrder(values: unknown[]): string | undefined {
-    if (this.doorByDoor || !values.every((value) => value === undefined || inCanonicalOrder(value))) return undefined;
+    if (this.doorByDoor || !values.every((value) => inCanonicalOrder(value))) return undefined;
     const view: Record<string, unknown> = {};
     this.paths.forEach((path, i) => (view[path.pointer] = values[i] ?? null));
     return JSON.stringify(view);
