@@ -70,8 +70,9 @@ export function buildIgnoreTree(guardedTokens: string[], ignorePointers: string[
 export class GuardedView {
   private readonly paths: GuardedPath[];
   /**
-   * The text is always written door by door (`joined`): a door ignores members below it, or a
-   * pointer is named twice (an object would hold it once; the text has it twice).
+   * True when the text must be written door by door (`joined`), never in one serialization: a
+   * door ignores members below it, or a pointer is named twice (an object would hold it once;
+   * the text has it twice).
    */
   private readonly doorByDoor: boolean;
   /** Names the set of guarded pointers: an entry learned under another set predates a door (see observe's adoption). */
