@@ -16,6 +16,7 @@ import { buildGoReverter, startPeerReverter } from './go-peer.js';
 import { barChart, cdfChart, savePicture } from './svg.js';
 import { processCpuMicros, threadCpuMicros } from './process-cpu.js';
 import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
+import { benchReverterConfig } from './workload.js';
 
 const BARE_REVERTER = fileURLToPath(new URL('./bare-reverter.js', import.meta.url));
 /** node's arguments for the bare reverter: with Node's default heap, and in spec-guard's (the shipped heap options). */
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
   const kube = await adminClient(admin);
   const dir = mkdtempSync(join(tmpdir(), 'spec-guard-bench-revert-'));
   const config = join(dir, 'config.yaml');
-  writeFileSync(config, 'resources:\n  - group: argoproj.io\n    resource: applications\n    namespaces: [argocd]\n    normalizer: argocd-application\nstore:\n  type: memory\n');
+  writeFileSync(config, benchReverterConfig);
   await kube.request('DELETE', APPS).catch(() => undefined);
   await unregister(kube);
   await releaseLease(kube);

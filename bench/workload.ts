@@ -12,7 +12,8 @@ function parametersFor(object: Record<string, any>, bytes: number): Array<{ name
   return parameters;
 }
 
-function sortKeys(value: unknown): unknown {
+/** `value` with every object's keys sorted, as the apiserver writes objects (Go's encoding/json). */
+export function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (typeof value !== 'object' || value === null) return value;
   const object = value as Record<string, unknown>;
@@ -48,6 +49,16 @@ resources:
   - group: argoproj.io
     resource: applications
     mode: enforce
+    normalizer: argocd-application
+store:
+  type: memory
+`;
+
+/** The configuration bench/revert and bench/revert-own run the reverting spec-guard with. */
+export const benchReverterConfig = `resources:
+  - group: argoproj.io
+    resource: applications
+    namespaces: [argocd]
     normalizer: argocd-application
 store:
   type: memory

@@ -224,8 +224,7 @@ export class KubeClient {
         res.on('error', reject);
         res.on('end', () => resolve({ status, headers: res.headers, body: chunks.length ? Buffer.concat(chunks) : undefined }));
       });
-      if (payload !== undefined) req.write(payload);
-      req.end();
+      req.end(payload);
     });
   }
 

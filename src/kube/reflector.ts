@@ -155,17 +155,12 @@ export class Reflector<T extends ListedObject> {
     const signal = this.abort.signal;
     const silenceMs = this.options.silenceMs ?? 60_000;
     let silent = false;
-    let timer = setTimeout(() => {
+    const timer = setTimeout(() => {
       silent = true;
       this.abort.abort();
     }, silenceMs);
-    const alive = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        silent = true;
-        this.abort.abort();
-      }, silenceMs);
-    };
+    // Every event restarts the silence timer: refreshed, not replaced (no timer built per event).
+    const alive = () => void timer.refresh();
     try {
       await this.kube.stream(
         this.options.path,
