@@ -12,7 +12,8 @@
 //                         drift), with Node's defaults and with the shipped heap options
 //   Go                    bench/go-reverter, the same work in Go
 // BENCH_BUILDS='label=/path/to/dist|…' adds other builds of spec-guard (their compiled
-// dist/ folders) to the turns, to compare a change with the build before it in one run.
+// dist/ folders) to the turns, to compare a change with the build before it in one run;
+// BENCH_NODE_OPTIONS='options|…' adds spec-guard run with other Node.js options.
 // Figures: CPU ms per revert of the reverter's process (all threads, from the drift to 3 s after
 // the last revert), and each drift's time from its watch event written to its revert received.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -38,6 +39,8 @@ const AFTER_BURST_MS = 3000;
 const BETWEEN_BURSTS_MS = 6000;
 /** A burst not reverted in this time is a failed run, not a slow one. */
 const BURST_TIMEOUT_MS = 120_000;
+/** Other Node.js options for spec-guard, taking turns with the shipped ones (BENCH_NODE_OPTIONS). */
+const OTHER_OPTIONS = (process.env.BENCH_NODE_OPTIONS ?? '').split('|').filter(Boolean);
 /** Other builds of spec-guard taking turns with this one: label and dist/ folder (BENCH_BUILDS). */
 const OTHER_BUILDS = (process.env.BENCH_BUILDS ?? '')
   .split('|')
@@ -140,6 +143,7 @@ async function main(): Promise<void> {
     { name: 'bare Node.js', command: process.execPath, args: [here('./bare-reverter.js'), ...peerArgs] },
     { name: 'bare Node.js, shipped heap', command: process.execPath, args: [...shippedFlags(), here('./bare-reverter.js'), ...peerArgs] },
     { name: 'Go', command: buildGoReverter(), args: peerArgs },
+    ...OTHER_OPTIONS.map((options) => ({ name: `spec-guard, ${options}`, command: process.execPath, args: [...shippedFlags(options), here('./watcher-alone.js'), kubeconfig, files.stampKey] })),
     ...OTHER_BUILDS.map(([label, dist]) => ({ name: `spec-guard, ${label}`, command: process.execPath, args: [...shippedFlags(), join(dist, 'bench', 'watcher-alone.js'), kubeconfig, files.stampKey] })),
   ];
   const fake = spawn(process.execPath, [here('./fake-apiserver.js'), files.cert, files.key, String(port), files.stampKey, String(BURST)], { stdio: ['ignore', 'pipe', 'inherit'] });
