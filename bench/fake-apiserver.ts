@@ -167,4 +167,6 @@ const server = http2.createSecureServer({ cert: readFileSync(cert), key: readFil
   handle(request, response).catch((err: Error) => send(response, 500, status(500, 'InternalError', err.message)));
 });
 (server as unknown as { keepAliveTimeout: number }).keepAliveTimeout = 120_000;
+// Connections opened, counted as calls: each is a TLS handshake the reverter pays for.
+server.on('secureConnection', () => (calls['TLS connection'] ??= { count: 0, bytes: 0 }).count++);
 server.listen(Number(port), '127.0.0.1', () => process.stdout.write('serving\n'));
