@@ -28,11 +28,16 @@ export const buildGoReverter = (): string => buildGoPeer('go-reverter');
 export async function startPeerReverter(command: string, args: string[], selfKubeconfig: string, mode: string[] = []): Promise<ChildProcess> {
   const pki = join(dirname(selfKubeconfig), 'pki');
   const child = spawn(command, [...args, APISERVER, join(pki, 'ca.crt'), join(pki, 'spec-guard.crt'), join(pki, 'spec-guard.key'), 'argocd', ...mode], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.once('data', () => resolve());
-    child.once('exit', (code) => reject(new Error(`${command} exited (${code})`)));
-  });
+  await firstLine(child, command);
   return child;
+}
+
+/** Resolves once `child` (stdout piped) writes its first output, rejects if it exits before. */
+export function firstLine(child: ChildProcess, name: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before its first line`)));
+  });
 }
 
 /** The Go reverter (from buildGoReverter) following every change and reverting none: the watch a guard keeps, apart from what it does with it. */

@@ -36,3 +36,13 @@ export function threadCpuMicros(pid: number): Map<string, number> {
   }
   return byName;
 }
+
+/** CPU between two readings of threadCpuMicros, in ms per unit of work (`per`), by thread name, the busiest first. */
+export function cpuByThread(before: Map<string, number>, after: Map<string, number>, per: number): string {
+  return [...after]
+    .map(([name, micros]) => [name, (micros - (before.get(name) ?? 0)) / 1000 / per] as const)
+    .filter(([, ms]) => ms >= 0.005)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
+    .join(', ');
+}

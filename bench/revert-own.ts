@@ -16,7 +16,7 @@
 // BENCH_NODE_OPTIONS='options|…' adds spec-guard run with other Node.js options.
 // Figures: CPU ms per revert of the reverter's process (all threads, from the drift to 3 s after
 // the last revert), and each drift's time from its watch event written to its revert received.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, closeSync, mkdtempSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
@@ -26,9 +26,10 @@ import { fileURLToPath } from 'node:url';
 import { createCA, createServingCert } from '../src/certs/index.js';
 import { createClientCert } from './client-cert.js';
 import { freePort, percentile, sleep } from './cluster.js';
-import { buildGoReverter } from './go-peer.js';
-import { processCpuMicros, threadCpuMicros } from './process-cpu.js';
+import { buildGoReverter, firstLine } from './go-peer.js';
+import { cpuByThread, processCpuMicros, threadCpuMicros } from './process-cpu.js';
 import { shippedFlags, SHIPPED_OPTIONS } from './shipped-options.js';
+import { median } from './round-ratios.js';
 import { barChart, savePicture } from './svg.js';
 
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
@@ -66,13 +67,6 @@ interface Burst {
   calls: string;
 }
 
-function waitForLine(child: ChildProcess, name: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    child.stdout!.once('data', () => resolve());
-    child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it watched`)));
-  });
-}
-
 /** A call to the fake apiserver's control paths (bench/fake-apiserver.ts): its JSON answer. */
 function control<T>(port: number, ca: string, method: string, path: string, body = ''): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -99,26 +93,15 @@ function callsPerRevert(before: Calls, after: Calls): string {
     .join(', ');
 }
 
-function byThread(before: Map<string, number>, after: Map<string, number>): string {
-  const groups = new Map<string, number>();
-  for (const [name, micros] of after) {
-    const group = name.startsWith('V8') ? "V8's helpers" : name.startsWith('libuv') ? 'libuv' : name === 'node' || name === 'MainThread' ? 'main' : 'other';
-    groups.set(group, (groups.get(group) ?? 0) + micros - (before.get(name) ?? 0));
-  }
-  return [...groups].filter(([, micros]) => micros > 0).map(([group, micros]) => `${group} ${(micros / 1000 / BURST).toFixed(2)}`).join(', ');
-}
-
 async function burst(port: number, ca: string, pid: number, revision: string): Promise<Burst> {
   const calls = await control<Calls>(port, ca, 'GET', '/bench/calls');
   const cpu = processCpuMicros(pid);
   const threads = threadCpuMicros(pid);
   const { latencies } = await control<{ latencies: number[] }>(port, ca, 'POST', '/bench/drift', JSON.stringify({ revision }));
   await sleep(AFTER_BURST_MS);
-  const measured = { cpuMsPerRevert: (processCpuMicros(pid) - cpu) / 1000 / BURST, byThread: byThread(threads, threadCpuMicros(pid)), latencies };
+  const measured = { cpuMsPerRevert: (processCpuMicros(pid) - cpu) / 1000 / BURST, byThread: cpuByThread(threads, threadCpuMicros(pid), BURST), latencies };
   return { ...measured, calls: callsPerRevert(calls, await control<Calls>(port, ca, 'GET', '/bench/calls')) };
 }
-
-const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'spec-guard-bench-revert-own-'));
@@ -149,7 +132,7 @@ async function main(): Promise<void> {
   const fake = spawn(process.execPath, [here('./fake-apiserver.js'), files.cert, files.key, String(port), files.stampKey, String(BURST)], { stdio: ['ignore', 'pipe', 'inherit'] });
   const results = new Map<string, { first: Burst[]; second: Burst[] }>(reverters.map((r) => [r.name, { first: [], second: [] }]));
   try {
-    await waitForLine(fake, 'the fake apiserver');
+    await firstLine(fake, 'the fake apiserver');
     console.log(
       `bench/revert-own: ${BURST} Applications of ~5 KB drifted at once, twice per reverter (its first burst; the second ${BETWEEN_BURSTS_MS / 1000} s later), against a stand-in apiserver (bench/fake-apiserver); ` +
         `${CYCLES} cycles of turns; CPU of the reverter's process from the drift to ${AFTER_BURST_MS / 1000} s after the last revert; spec-guard with NODE_OPTIONS=${SHIPPED_OPTIONS}`,
@@ -161,7 +144,7 @@ async function main(): Promise<void> {
         const child = spawn(r.command, r.args, { stdio: ['ignore', 'pipe', log] });
         closeSync(log);
         try {
-          await waitForLine(child, r.name);
+          await firstLine(child, r.name);
           await sleep(1000);
           const first = await burst(port, ca.cert, child.pid!, `drift-${cycle}-${r.name}-1`);
           await sleep(BETWEEN_BURSTS_MS - AFTER_BURST_MS);

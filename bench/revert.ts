@@ -14,7 +14,7 @@ import { AGENT, ALICE, APPS, adminClient, application, controlPlaneDown, control
 import { bulkyApplication, CONCURRENCY, describeBurst, driftBurst, ownRevertTimes, patchMany, type BurstResult } from './burst.js';
 import { buildGoReverter, startPeerReverter } from './go-peer.js';
 import { barChart, cdfChart, savePicture } from './svg.js';
-import { processCpuMicros, threadCpuMicros } from './process-cpu.js';
+import { cpuByThread, processCpuMicros, threadCpuMicros } from './process-cpu.js';
 import { SHIPPED_OPTIONS, shippedFlags } from './shipped-options.js';
 import { benchReverterConfig } from './workload.js';
 
@@ -179,16 +179,6 @@ async function gcSeconds(sg: RunningSpecGuard): Promise<Record<string, number>> 
   return seconds;
 }
 
-/** CPU between two readings of a process's threads, in ms per revert, by thread name (the busiest first). */
-function byThread(before: Map<string, number>, after: Map<string, number>, reverts: number): string {
-  return [...after]
-    .map(([name, micros]) => [name, (micros - (before.get(name) ?? 0)) / 1000 / reverts] as const)
-    .filter(([, ms]) => ms >= 0.005)
-    .sort((a, b) => b[1] - a[1])
-    .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
-    .join(', ');
-}
-
 /** The pauses between two readings, in ms per revert of the burst: all, then by kind. */
 function gcPerRevert(before: Record<string, number>, after: Record<string, number>, measured: Measured): string {
   const reverts = Math.max(1, measured.burst.latencies.length);
@@ -206,7 +196,7 @@ const BETWEEN_BURSTS_MS = 6000;
 interface Measured {
   burst: BurstResult;
   cpuMsPerRevert: number;
-  /** The same CPU by thread name (byThread). */
+  /** The same CPU by thread name (cpuByThread). */
   byThread: string;
 }
 
@@ -217,7 +207,7 @@ async function measuredBurst(kube: KubeClient, pids: Record<string, number>, nam
   const burst = await driftBurst(kube, ALICE, burstNames, revision, { ...pids, [name]: pid });
   await sleep(AFTER_BURST_MS);
   const reverts = Math.max(1, burst.latencies.length);
-  return { burst, cpuMsPerRevert: (processCpuMicros(pid) - before) / 1000 / reverts, byThread: byThread(threadsBefore, threadCpuMicros(pid), reverts) };
+  return { burst, cpuMsPerRevert: (processCpuMicros(pid) - before) / 1000 / reverts, byThread: cpuByThread(threadsBefore, threadCpuMicros(pid), reverts) };
 }
 
 /**
